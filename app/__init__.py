@@ -1,0 +1,1 @@
+"""Bill Assistant: explains bank bills with exact numbers."""

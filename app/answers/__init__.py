@@ -1,0 +1,1 @@
+"""Answering a question about a bill: the request pipeline from records to the audit row."""

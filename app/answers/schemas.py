@@ -1,0 +1,71 @@
+"""The explanation request and response, shared by every caller (JSON API now, chat and batch later)."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from decimal import Decimal
+from typing import Annotated, Literal
+
+import msgspec
+
+from app.domain.facts import DriverKind, PaymentStatus
+
+Locale = Literal["en", "zh-CN"]
+Source = Literal["model", "fallback", "cache"]
+# Any C0/C1 control character except tab and newline, which a multi-line question may hold.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+class ExplanationRequest(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    account_ref: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    question: Annotated[str, msgspec.Meta(min_length=1, max_length=1000)]
+    statement_period_end: date | None = None
+    as_of: date | None = None
+    locale: Locale | None = None
+
+    def __post_init__(self) -> None:
+        if _CONTROL.search(self.question):
+            raise ValueError("question must not contain control characters")
+        if not self.question.strip():
+            raise ValueError("question must not be blank")
+
+
+class StatementOut(msgspec.Struct, frozen=True):
+    period_start: date
+    period_end: date
+    due_date: date
+    minimum_due: Decimal
+
+
+class TotalsOut(msgspec.Struct, frozen=True):
+    current: Decimal
+    previous: Decimal
+    difference: Decimal
+
+
+class DriverOut(msgspec.Struct, frozen=True):
+    kind: DriverKind
+    label: str | None
+    amount: Decimal
+
+
+class PaymentOut(msgspec.Struct, frozen=True):
+    status: PaymentStatus
+    paid_amount: Decimal
+    outstanding: Decimal
+    as_of: date
+
+
+class ExplanationResponse(msgspec.Struct, frozen=True):
+    answer_id: str
+    account_ref: str
+    currency: str
+    statement: StatementOut
+    totals: TotalsOut
+    drivers: list[DriverOut]
+    payment: PaymentOut
+    explanation: str
+    locale: Locale
+    source: Source
+    timings_ms: dict[str, float]

@@ -1,0 +1,1 @@
+"""HTTP edge: the Litestar app, authentication, error bodies and the request log."""

@@ -1,0 +1,68 @@
+"""Builds the Litestar application: one place that wires plugins, routes and error handling."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import msgspec
+import structlog
+from advanced_alchemy.extensions.litestar import EngineConfig, SQLAlchemyAsyncConfig, SQLAlchemyPlugin
+from litestar import Litestar
+from litestar.di import Provide
+from litestar.logging.config import StructLoggingConfig
+from litestar.openapi import OpenAPIConfig
+from litestar.plugins.structlog import StructlogConfig, StructlogPlugin
+
+from app.api.errors import EXCEPTION_HANDLERS
+from app.api.explanations import ExplanationController
+from app.api.health import health, ready
+from app.api.request_log import RequestLogMiddleware
+from app.data.database import asyncpg_url
+from app.settings import Settings
+
+
+def _json_bytes(event: dict[str, Any], **_: Any) -> bytes:
+    # Litestar's structlog logger writes bytes; anything msgspec cannot encode is logged as str.
+    return msgspec.json.encode(event, enc_hook=str)
+
+
+def _structlog(settings: Settings) -> StructlogPlugin:
+    processors: list[structlog.types.Processor] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.format_exc_info,
+        structlog.processors.JSONRenderer(serializer=_json_bytes),
+    ]
+    return StructlogPlugin(
+        StructlogConfig(
+            structlog_logging_config=StructLoggingConfig(
+                processors=processors,
+                wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelNamesMapping()[settings.log_level]),
+                log_exceptions="never",  # our error handler logs them once, with the route
+                pretty_print_tty=False,
+            ),
+            enable_middleware_logging=False,  # RequestLogMiddleware logs one event per request instead
+        )
+    )
+
+
+def create_app(settings: Settings, database_url: str) -> Litestar:
+    db = SQLAlchemyAsyncConfig(
+        connection_string=asyncpg_url(database_url),
+        engine_config=EngineConfig(
+            pool_size=settings.db_pool_size,
+            max_overflow=settings.db_max_overflow,
+            connect_args={"server_settings": {"application_name": "bill-assistant"}},
+        ),
+        create_all=False,  # the schema is Alembic's job
+    )
+    return Litestar(
+        route_handlers=[health, ready, ExplanationController],
+        plugins=[SQLAlchemyPlugin(config=db), _structlog(settings)],
+        dependencies={"settings": Provide(lambda: settings, use_cache=True, sync_to_thread=False)},
+        middleware=[RequestLogMiddleware()],
+        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        openapi_config=OpenAPIConfig(title="Bill Assistant", version="0.1.0", path="/schema"),
+    )

@@ -1,0 +1,52 @@
+"""Every error is JSON: {"status", "error", "message", "details"?}, with a message a caller can act on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from litestar import Request, Response
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.status_codes import HTTP_404_NOT_FOUND, HTTP_500_INTERNAL_SERVER_ERROR
+
+from app.answers.pipeline import NotFound
+
+log = structlog.get_logger("bill_assistant.errors")
+
+_NAMES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
+          413: "too_large", 415: "unsupported_media_type", 422: "unprocessable", 429: "rate_limited",
+          500: "internal_error", 503: "unavailable"}  # fmt: skip
+
+
+def _body(status: int, message: str, details: Any = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"status": status, "error": _NAMES.get(status, "error"), "message": message}
+    if details:
+        body["details"] = details
+    return body
+
+
+def http_error(request: Request, exc: HTTPException) -> Response[Any]:  # type: ignore[type-arg]
+    message = exc.detail
+    details = exc.extra if isinstance(exc.extra, list) else None
+    if isinstance(exc, ValidationException) and details:
+        # Lead with what is wrong, not with Litestar's "Validation failed for POST /path".
+        first = details[0]
+        key = first.get("key") if isinstance(first, dict) else None
+        text = first.get("message") if isinstance(first, dict) else str(first)
+        message = f"{key}: {text}" if key else str(text)
+    return Response(_body(exc.status_code, message, details), status_code=exc.status_code, headers=exc.headers)
+
+
+def not_found(request: Request, exc: NotFound) -> Response[Any]:  # type: ignore[type-arg]
+    return Response(_body(HTTP_404_NOT_FOUND, str(exc)), status_code=HTTP_404_NOT_FOUND)
+
+
+def internal_error(request: Request, exc: Exception) -> Response[Any]:  # type: ignore[type-arg]
+    log.exception("unhandled error", route=request.scope.get("path_template"))
+    return Response(
+        _body(HTTP_500_INTERNAL_SERVER_ERROR, "internal error; the request was not answered"),
+        status_code=HTTP_500_INTERNAL_SERVER_ERROR,
+    )
+
+
+EXCEPTION_HANDLERS = {HTTPException: http_error, NotFound: not_found, Exception: internal_error}

@@ -1,0 +1,48 @@
+"""POST /v1/explanations: structured JSON for downstream systems and integrations."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from litestar import Controller, Request, post
+from litestar.di import NamedDependency, Provide
+from litestar.params import JSONBody
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.answers.pipeline import explain
+from app.answers.schemas import ExplanationRequest, ExplanationResponse
+from app.api.auth import provide_principal
+from app.api.request_log import request_state, stopwatch
+from app.data.tenants import Principal
+from app.settings import Settings
+
+
+class ExplanationController(Controller):
+    path = "/v1/explanations"
+    tags = ["explanations"]  # noqa: RUF012
+    dependencies = {"principal": Provide(provide_principal)}  # noqa: RUF012
+
+    @post(
+        "",
+        status_code=200,
+        summary="Explain a statement: exact totals, drivers, payment status and a text in the customer's language",
+        responses={},
+    )
+    async def create(
+        self,
+        request: Request,  # type: ignore[type-arg]
+        data: JSONBody[ExplanationRequest],
+        principal: NamedDependency[Principal],
+        db_engine: NamedDependency[AsyncEngine],
+        settings: NamedDependency[Settings],
+    ) -> ExplanationResponse:
+        if settings.log_questions:
+            request_state(request.scope)["log_extra"] = {"question": data.question}
+        return await explain(
+            db_engine,
+            principal,
+            data,
+            channel="api",
+            today=date.today(),
+            stopwatch=stopwatch(request.scope),
+        )

@@ -1,0 +1,175 @@
+"""The `bill-assistant` command: migrate, import, tenants, seed, serve, demo."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+import click
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app import demo
+from app.data.database import create_engine, migrate, resolve_database_url
+from app.data.importer import ImportRejected, import_file, parse
+from app.data.tenants import TenantExists, create_tenant, issue_api_key, tenant_id
+from app.settings import get_settings
+
+T = TypeVar("T")
+
+
+def _database_url() -> str:
+    return resolve_database_url(get_settings())
+
+
+def _in_transaction(work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+    """Run work in one transaction: everything it writes lands, or nothing does."""
+
+    async def run() -> T:
+        engine = create_engine(_database_url())
+        try:
+            async with engine.begin() as conn:
+                return await work(conn)
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(run())
+
+
+@click.group()
+def main() -> None:
+    """Bill Assistant: explains bank bills with exact numbers."""
+
+
+@main.command("migrate")
+def migrate_cmd() -> None:
+    """Apply database migrations (DATABASE_URL, or the embedded Postgres when unset)."""
+    migrate(_database_url())
+    click.echo("database is up to date")
+
+
+@main.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def import_cmd(file: Path) -> None:
+    """Import customers, accounts, statements and transactions from a JSON file."""
+    try:
+        doc = parse(file.read_bytes())
+        report = _in_transaction(lambda conn: import_file(conn, doc))
+    except ImportRejected as exc:
+        raise click.ClickException(f"{file}: rejected, nothing was imported: {exc}") from None
+    click.echo(report.summary())
+
+
+@main.group()
+def tenants() -> None:
+    """Manage tenants (banks) and their API keys."""
+
+
+@tenants.command("create")
+@click.argument("slug")
+@click.option("--name", required=True, help="The bank's display name.")
+@click.option(
+    "--priority-class",
+    type=click.Choice(["interactive", "standard", "batch"]),
+    default="standard",
+    show_default=True,
+)
+def tenants_create(slug: str, name: str, priority_class: str) -> None:
+    """Create a tenant and print its new API key (shown once, on the last line)."""
+
+    async def work(conn: AsyncConnection) -> str:
+        return await issue_api_key(conn, await create_tenant(conn, slug, name, priority_class), "initial")
+
+    try:
+        key = _in_transaction(work)
+    except TenantExists as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"created tenant {slug} ({priority_class}); its API key, shown only now:")
+    click.echo(key)
+
+
+@tenants.command("issue-key")
+@click.argument("slug")
+@click.option("--label", default="", help="A note to tell keys apart.")
+def tenants_issue_key(slug: str, label: str) -> None:
+    """Issue another API key for a tenant (printed once, on the last line)."""
+
+    async def work(conn: AsyncConnection) -> str:
+        tenant = await tenant_id(conn, slug)
+        if tenant is None:
+            raise click.ClickException(f"unknown tenant {slug!r}")
+        return await issue_api_key(conn, tenant, label)
+
+    click.echo(_in_transaction(work))
+
+
+async def _seed(conn: AsyncConnection, seed: int, customers: int) -> dict[str, str]:
+    """Create the demo tenants that are missing and import their data; return new keys by slug."""
+    keys: dict[str, str] = {}
+    for tenant in demo.TENANTS:
+        if await tenant_id(conn, tenant.slug) is None:
+            new = await create_tenant(conn, tenant.slug, tenant.name, tenant.priority_class)
+            keys[tenant.slug] = await issue_api_key(conn, new, "demo")
+        doc = parse(msgspec.json.encode(demo.generate(tenant, customers=customers, seed=seed)))
+        report = await import_file(conn, doc)
+        click.echo(report.summary())
+    return keys
+
+
+@main.command("seed")
+@click.option("--seed", default=7, show_default=True, help="Same seed, same data.")
+@click.option("--customers", default=150, show_default=True, help="Customers per demo tenant.")
+def seed_cmd(seed: int, customers: int) -> None:
+    """Create two demo banks with realistic statements in English and Chinese."""
+    for slug, key in _in_transaction(lambda conn: _seed(conn, seed, customers)).items():
+        click.echo(f"API key of new tenant {slug}: {key}")
+
+
+@main.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True)
+def serve_cmd(host: str, port: int) -> None:
+    """Run the HTTP service."""
+    _serve(_database_url(), host, port)
+
+
+@main.command("demo")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True)
+def demo_cmd(host: str, port: int) -> None:
+    """Run the service on embedded defaults with demo data, and show how to call it."""
+    url = _database_url()
+    migrate(url)
+
+    async def prepare(conn: AsyncConnection) -> str:
+        if await tenant_id(conn, demo.TENANTS[0].slug) is None:
+            await _seed(conn, seed=7, customers=150)
+        tenant = await tenant_id(conn, demo.TENANTS[0].slug)
+        assert tenant is not None
+        return await issue_api_key(conn, tenant, "demo session")
+
+    key = _in_transaction(prepare)
+    base = f"http://{host}:{port}"
+    click.echo(
+        f"\nBill Assistant on {base}  (OpenAPI: {base}/schema)\nTry:\n"
+        f"  curl -s {base}/v1/explanations -H 'Authorization: Bearer {key}' "
+        "-H 'Content-Type: application/json' "
+        '-d \'{"account_ref": "A-1001", "question": "Why is my bill higher than last month?"}\'\n'
+    )
+    _serve(url, host, port)
+
+
+def _serve(database_url: str, host: str, port: int) -> None:
+    import uvicorn
+
+    from app.api.app import create_app
+
+    app = create_app(get_settings(), database_url)
+    uvicorn.run(app, host=host, port=port, loop="uvloop", http="httptools", access_log=False, log_level="warning")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

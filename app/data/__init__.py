@@ -1,0 +1,1 @@
+"""Postgres: schema, connections, and the queries of each concern."""

@@ -1,0 +1,77 @@
+"""Reads one account's statement history in a single round trip, always scoped by tenant."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import msgspec
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.domain.records import AccountHistory
+
+# One statement, one round trip: the account, every statement up to the one asked about with the
+# signed sum of its period (openings chain through them), and the lines from the previous
+# statement's start to the later of the statement's end and as_of (payments after the close).
+# Cast to text: the driver would decode JSON numbers to floats; msgspec decodes them to Decimal.
+_HISTORY_SQL = text("""
+WITH acct AS (
+    SELECT a.id, a.ref, a.currency, a.opening_balance, c.ref AS customer_ref, c.locale
+    FROM accounts a
+    JOIN customers c ON c.tenant_id = a.tenant_id AND c.id = a.customer_id
+    WHERE a.tenant_id = :tenant_id AND a.ref = :account_ref
+),
+stmts AS (
+    SELECT s.id, s.period_start, s.period_end, s.due_date, s.minimum_due,
+           COALESCE(SUM(CASE WHEN t.kind IN ('refund', 'payment') THEN -t.amount ELSE t.amount END), 0)
+               AS net
+    FROM statements s
+    JOIN acct ON s.account_id = acct.id
+    LEFT JOIN transactions t
+        ON t.tenant_id = s.tenant_id AND t.account_id = s.account_id
+       AND t.posted_on BETWEEN s.period_start AND s.period_end
+    WHERE s.tenant_id = :tenant_id AND s.period_end <= COALESCE(CAST(:period_end AS date), 'infinity')
+    GROUP BY s.id
+),
+bounds AS (
+    SELECT (SELECT period_start FROM stmts ORDER BY period_end DESC OFFSET 1 LIMIT 1) AS prev_start,
+           (SELECT period_start FROM stmts ORDER BY period_end DESC LIMIT 1) AS cur_start,
+           GREATEST((SELECT MAX(period_end) FROM stmts), CAST(:as_of AS date)) AS upto
+)
+SELECT json_build_object(
+    'account_id', acct.id,
+    'account_ref', acct.ref,
+    'currency', acct.currency,
+    'opening_balance', acct.opening_balance,
+    'customer_ref', acct.customer_ref,
+    'customer_locale', acct.locale,
+    'statements', COALESCE((SELECT json_agg(stmts ORDER BY stmts.period_end) FROM stmts), '[]'),
+    'lines', COALESCE((
+        SELECT json_agg(json_build_object(
+                   'posted_on', t.posted_on, 'kind', t.kind, 'amount', t.amount,
+                   'merchant', t.merchant, 'description', t.description)
+               ORDER BY t.posted_on, t.id)
+        FROM transactions t, bounds
+        WHERE t.tenant_id = :tenant_id AND t.account_id = acct.id
+          AND t.posted_on BETWEEN COALESCE(bounds.prev_start, bounds.cur_start) AND bounds.upto
+    ), '[]')
+)::text
+FROM acct
+""")
+
+_decoder = msgspec.json.Decoder(AccountHistory)
+
+
+async def load_history(
+    conn: AsyncConnection, tenant_id: int, account_ref: str, period_end: date | None, as_of: date
+) -> AccountHistory | None:
+    """None when the tenant has no such account. An account without statements has an empty list."""
+    row = (
+        await conn.execute(
+            _HISTORY_SQL,
+            {"tenant_id": tenant_id, "account_ref": account_ref, "period_end": period_end, "as_of": as_of},
+        )
+    ).first()
+    if row is None:
+        return None
+    return _decoder.decode(row[0])

@@ -1,0 +1,191 @@
+"""The schema. Migrations in migrations/ create it; a test proves both agree.
+
+Every row that belongs to a customer carries tenant_id, and child rows reference their parent by
+(tenant_id, id), so the database itself refuses a row that crosses tenants.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Date,
+    DateTime,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Identity,
+    Index,
+    MetaData,
+    Numeric,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.dialects.postgresql import JSONB, UUID
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+PRIORITY_CLASSES = ("interactive", "standard", "batch")
+LOCALES = ("en", "zh-CN")
+TRANSACTION_KINDS = ("purchase", "refund", "fee", "interest", "payment", "adjustment")
+CHANNELS = ("widget", "console", "api", "batch")
+ANSWER_SOURCES = ("model", "fallback", "cache")
+
+Money = Numeric(14, 2)
+
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_N_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def _in(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+def _id() -> Mapped[int]:
+    return mapped_column(BigInteger, Identity(), primary_key=True)
+
+
+def _created_at() -> Mapped[datetime]:
+    return mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class Tenant(Base):
+    __tablename__ = "tenants"
+    __table_args__ = (CheckConstraint(_in("priority_class", PRIORITY_CLASSES), name="priority_class"),)
+
+    id: Mapped[int] = _id()
+    slug: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(String(200))
+    priority_class: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime] = _created_at()
+
+
+class ApiKey(Base):
+    """Only a SHA-256 digest is kept: keys are 256-bit random, so a slow KDF would add nothing."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[int] = _id()
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
+    prefix: Mapped[str] = mapped_column(String(16))  # shown to operators to tell keys apart
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    label: Mapped[str] = mapped_column(String(100), server_default="")
+    created_at: Mapped[datetime] = _created_at()
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Customer(Base):
+    __tablename__ = "customers"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "ref"),
+        UniqueConstraint("tenant_id", "id"),
+        CheckConstraint(_in("locale", LOCALES), name="locale"),
+    )
+
+    id: Mapped[int] = _id()
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    ref: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(String(200))
+    locale: Mapped[str] = mapped_column(String(8))
+    created_at: Mapped[datetime] = _created_at()
+
+
+class Account(Base):
+    __tablename__ = "accounts"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "ref"),
+        UniqueConstraint("tenant_id", "id"),
+        ForeignKeyConstraint(["tenant_id", "customer_id"], ["customers.tenant_id", "customers.id"], ondelete="CASCADE"),
+        Index(None, "tenant_id", "customer_id"),
+    )
+
+    id: Mapped[int] = _id()
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    customer_id: Mapped[int] = mapped_column(BigInteger)
+    ref: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(32))
+    currency: Mapped[str] = mapped_column(String(3))
+    masked_number: Mapped[str] = mapped_column(String(32))
+    opening_balance: Mapped[Decimal] = mapped_column(Money)
+    created_at: Mapped[datetime] = _created_at()
+
+
+class Statement(Base):
+    __tablename__ = "statements"
+    __table_args__ = (
+        UniqueConstraint("account_id", "period_end"),
+        UniqueConstraint("tenant_id", "id"),
+        ForeignKeyConstraint(["tenant_id", "account_id"], ["accounts.tenant_id", "accounts.id"], ondelete="CASCADE"),
+        CheckConstraint("period_start <= period_end", name="period"),
+        CheckConstraint("due_date >= period_end", name="due_date"),
+        CheckConstraint("minimum_due >= 0", name="minimum_due"),
+    )
+
+    id: Mapped[int] = _id()
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    account_id: Mapped[int] = mapped_column(BigInteger)
+    period_start: Mapped[date] = mapped_column(Date)
+    period_end: Mapped[date] = mapped_column(Date)
+    due_date: Mapped[date] = mapped_column(Date)
+    minimum_due: Mapped[Decimal] = mapped_column(Money)
+
+
+class Transaction(Base):
+    __tablename__ = "transactions"
+    __table_args__ = (
+        UniqueConstraint("account_id", "ref"),
+        ForeignKeyConstraint(["tenant_id", "account_id"], ["accounts.tenant_id", "accounts.id"], ondelete="CASCADE"),
+        CheckConstraint(_in("kind", TRANSACTION_KINDS), name="kind"),
+        CheckConstraint("kind = 'adjustment' OR amount > 0", name="amount_sign"),
+        Index(None, "account_id", "posted_on"),
+    )
+
+    id: Mapped[int] = _id()
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    account_id: Mapped[int] = mapped_column(BigInteger)
+    ref: Mapped[str] = mapped_column(String(64))
+    posted_on: Mapped[date] = mapped_column(Date)
+    kind: Mapped[str] = mapped_column(String(16))
+    amount: Mapped[Decimal] = mapped_column(Money)
+    merchant: Mapped[str | None] = mapped_column(String(200))
+    category: Mapped[str | None] = mapped_column(String(64))
+    description: Mapped[str | None] = mapped_column(String(500))
+
+
+class Answer(Base):
+    """The audit trail: one row for every answered request."""
+
+    __tablename__ = "answers"
+    __table_args__ = (
+        ForeignKeyConstraint(["tenant_id", "account_id"], ["accounts.tenant_id", "accounts.id"]),
+        ForeignKeyConstraint(["tenant_id", "statement_id"], ["statements.tenant_id", "statements.id"]),
+        CheckConstraint(_in("channel", CHANNELS), name="channel"),
+        CheckConstraint(_in("source", ANSWER_SOURCES), name="source"),
+        Index(None, "tenant_id", "created_at"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    account_id: Mapped[int] = mapped_column(BigInteger)
+    statement_id: Mapped[int] = mapped_column(BigInteger)
+    channel: Mapped[str] = mapped_column(String(16))
+    question: Mapped[str] = mapped_column(Text)
+    locale: Mapped[str] = mapped_column(String(8))
+    answer: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    source: Mapped[str] = mapped_column(String(16))
+    timings: Mapped[dict[str, float]] = mapped_column(JSONB)
+    created_at: Mapped[datetime] = _created_at()

@@ -1,0 +1,64 @@
+"""Tenants and their API keys. A key is shown once, when it is issued; only its digest is stored."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+import msgspec
+from sqlalchemy import insert, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.data.models import PRIORITY_CLASSES, ApiKey, Tenant
+
+KEY_PREFIX = "ba_"
+
+
+class Principal(msgspec.Struct, frozen=True):
+    """Who is calling: the tenant an API key belongs to."""
+
+    tenant_id: int
+    tenant_slug: str
+    priority_class: str
+
+
+class TenantExists(ValueError):
+    pass
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+async def create_tenant(conn: AsyncConnection, slug: str, name: str, priority_class: str) -> int:
+    if priority_class not in PRIORITY_CLASSES:
+        raise ValueError(f"priority class must be one of {', '.join(PRIORITY_CLASSES)}")
+    if await tenant_id(conn, slug) is not None:
+        raise TenantExists(f"tenant {slug!r} already exists")
+    result = await conn.execute(
+        insert(Tenant).values(slug=slug, name=name, priority_class=priority_class).returning(Tenant.id)
+    )
+    return result.scalar_one()
+
+
+async def tenant_id(conn: AsyncConnection, slug: str) -> int | None:
+    return (await conn.execute(select(Tenant.id).where(Tenant.slug == slug))).scalar_one_or_none()
+
+
+async def issue_api_key(conn: AsyncConnection, tenant: int, label: str = "") -> str:
+    key = KEY_PREFIX + secrets.token_urlsafe(32)
+    await conn.execute(insert(ApiKey).values(tenant_id=tenant, prefix=key[:10], key_hash=hash_key(key), label=label))
+    return key
+
+
+async def authenticate(conn: AsyncConnection, key: str) -> Principal | None:
+    if not key.startswith(KEY_PREFIX):
+        return None
+    row = (
+        await conn.execute(
+            select(Tenant.id, Tenant.slug, Tenant.priority_class)
+            .join(ApiKey, ApiKey.tenant_id == Tenant.id)
+            .where(ApiKey.key_hash == hash_key(key), ApiKey.revoked_at.is_(None))
+        )
+    ).first()
+    return Principal(tenant_id=row[0], tenant_slug=row[1], priority_class=row[2]) if row else None

@@ -1,0 +1,1 @@
+"""The pure core: bill facts computed with Decimal, no I/O."""

@@ -1,0 +1,98 @@
+"""Tests run against a real Postgres: the server at 127.0.0.1:5432 when it is there (or
+TEST_DATABASE_URL), else the embedded one. Each run gets a fresh database, migrated by Alembic."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+import msgspec
+import pytest
+from litestar.testing import AsyncTestClient
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from app.api.app import create_app
+from app.data.database import asyncpg_url, create_engine, migrate, start_embedded_postgres
+from app.data.importer import ImportReport, import_file, parse
+from app.data.tenants import create_tenant, issue_api_key
+from app.settings import PROJECT_ROOT, Settings
+
+
+def _admin_url() -> str:
+    if os.environ.get("TEST_DATABASE_URL"):
+        return asyncpg_url(os.environ["TEST_DATABASE_URL"])
+    try:
+        socket.create_connection(("127.0.0.1", 5432), timeout=0.5).close()
+        return "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"
+    except OSError:
+        return start_embedded_postgres(PROJECT_ROOT / ".data" / "test")
+
+
+async def _admin(url: str, statement: str) -> None:
+    engine = create_async_engine(url, isolation_level="AUTOCOMMIT")
+    async with engine.connect() as conn:
+        await conn.execute(text(statement))
+    await engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def database_url() -> Iterator[str]:
+    admin = _admin_url()
+    name = f"bill_test_{uuid.uuid4().hex[:10]}"
+    asyncio.run(_admin(admin, f'CREATE DATABASE "{name}"'))
+    url = make_url(admin).set(database=name).render_as_string(hide_password=False)
+    migrate(url)
+    yield url
+    asyncio.run(_admin(admin, f'DROP DATABASE "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(database_url)
+    yield engine
+    await engine.dispose()
+
+
+class Tenant(msgspec.Struct):
+    id: int
+    slug: str
+    key: str
+
+
+@pytest.fixture
+def make_tenant(engine: AsyncEngine) -> Callable[..., Awaitable[Tenant]]:
+    """A new tenant with its own API key: tests never share data, so they never clean up."""
+
+    async def make(priority_class: str = "standard") -> Tenant:
+        slug = f"bank-{uuid.uuid4().hex[:10]}"
+        async with engine.begin() as conn:
+            tenant = await create_tenant(conn, slug, f"Bank {slug}", priority_class)
+            key = await issue_api_key(conn, tenant, "test")
+        return Tenant(id=tenant, slug=slug, key=key)
+
+    return make
+
+
+@pytest.fixture
+def load(engine: AsyncEngine) -> Callable[[dict[str, Any]], Awaitable[ImportReport]]:
+    """Import a document (the JSON exchange format, as a dict) in one transaction."""
+
+    async def run(doc: dict[str, Any]) -> ImportReport:
+        parsed = parse(msgspec.json.encode(doc))
+        async with engine.begin() as conn:
+            return await import_file(conn, parsed)
+
+    return run
+
+
+@pytest.fixture
+async def client(database_url: str) -> AsyncIterator[AsyncTestClient[Any]]:
+    app = create_app(Settings.from_env({}), database_url)
+    async with AsyncTestClient(app=app) as client:
+        yield client

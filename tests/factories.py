@@ -1,0 +1,46 @@
+"""Small import documents for tests, in the JSON exchange format."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def tx(ref: str, posted_on: str, kind: str, amount: str, merchant: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {"ref": ref, "posted_on": posted_on, "kind": kind, "amount": amount, "merchant": merchant, **extra}
+
+
+def statement(start: str, end: str, due: str, minimum: str = "25.00") -> dict[str, Any]:
+    return {"period_start": start, "period_end": end, "due_date": due, "minimum_due": minimum}
+
+
+SEPT = statement("2026-09-01", "2026-09-30", "2026-10-25")
+OCT = statement("2026-10-01", "2026-10-31", "2026-11-25")
+
+
+def account(ref: str = "A-1", currency: str = "EUR", statements: list[Any] | None = None,
+            transactions: list[Any] | None = None, opening: str = "0.00") -> dict[str, Any]:  # fmt: skip
+    return {
+        "ref": ref, "kind": "credit_card", "currency": currency, "masked_number": "**** 4821",
+        "opening_balance": opening, "statements": statements if statements is not None else [SEPT, OCT],
+        "transactions": transactions if transactions is not None else GYM_STORY,
+    }  # fmt: skip
+
+
+def customer(ref: str = "C-1001", locale: str = "en", accounts: list[Any] | None = None) -> dict[str, Any]:
+    return {"ref": ref, "name": "Ann Lee", "locale": locale, "accounts": accounts or [account()]}
+
+
+def document(tenant: str, customers: list[Any] | None = None) -> dict[str, Any]:
+    return {"tenant": tenant, "customers": customers or [customer()]}
+
+
+# September: 100.00 + 12.99 = 112.99. October: the same plus a new 12.00 gym membership; the September
+# bill is paid in October, so the carried balance is unchanged: the bill is 12.00 higher.
+GYM_STORY = [
+    tx("T-1", "2026-09-03", "purchase", "100.00", "FreshMart"),
+    tx("T-2", "2026-09-10", "purchase", "12.99", "Netflix"),
+    tx("T-3", "2026-10-03", "purchase", "100.00", "FreshMart"),
+    tx("T-4", "2026-10-10", "purchase", "12.99", "Netflix"),
+    tx("T-5", "2026-10-12", "purchase", "12.00", "City Gym", description="Monthly membership"),
+    tx("T-6", "2026-10-15", "payment", "112.99", description="Payment - thank you"),
+]
