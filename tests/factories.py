@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 
@@ -31,7 +32,8 @@ def customer(ref: str = "C-1001", locale: str = "en", accounts: list[Any] | None
 
 
 def document(tenant: str, customers: list[Any] | None = None) -> dict[str, Any]:
-    return {"tenant": tenant, "customers": customers or [customer()]}
+    # A deep copy: tests edit documents, and the module-level stories must stay as they are.
+    return copy.deepcopy({"tenant": tenant, "customers": customers or [customer()]})
 
 
 # September: 100.00 + 12.99 = 112.99. October: the same plus a new 12.00 gym membership; the September

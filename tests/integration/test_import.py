@@ -1,0 +1,146 @@
+"""Import: idempotent by ref, corrections update in place, bad files are rejected whole."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.data.importer import ImportRejected, parse
+from tests.factories import OCT, SEPT, account, customer, document, statement, tx
+
+
+async def snapshot(engine: AsyncEngine, tenant_id: int) -> list[Any]:
+    """Every row of the tenant with its xmin: a changed xmin means the row was written again."""
+    rows = []
+    async with engine.connect() as conn:
+        for table in ("customers", "accounts", "statements", "transactions"):
+            result = await conn.execute(
+                text(f"SELECT xmin::text, * FROM {table} WHERE tenant_id = :t ORDER BY id"), {"t": tenant_id}
+            )
+            rows += [(table, *row) for row in result.all()]
+    return rows
+
+
+async def test_import_creates_then_reimport_changes_nothing(make_tenant: Any, load: Any, engine: AsyncEngine) -> None:
+    tenant = await make_tenant()
+    doc = document(tenant.slug, [customer(), customer("C-1002", "zh-CN", [account("A-2", "CNY")])])
+    first = await load(doc)
+    assert {name: (c.created, c.updated, c.unchanged) for name, c in first.tables.items()} == {
+        "customers": (2, 0, 0),
+        "accounts": (2, 0, 0),
+        "statements": (4, 0, 0),
+        "transactions": (12, 0, 0),
+    }
+    before = await snapshot(engine, tenant.id)
+    again = await load(doc)
+    assert {name: (c.created, c.updated, c.unchanged) for name, c in again.tables.items()} == {
+        "customers": (0, 0, 2),
+        "accounts": (0, 0, 2),
+        "statements": (0, 0, 4),
+        "transactions": (0, 0, 12),
+    }
+    assert await snapshot(engine, tenant.id) == before
+
+
+async def test_a_corrected_row_is_updated_in_place(make_tenant: Any, load: Any, engine: AsyncEngine) -> None:
+    tenant = await make_tenant()
+    doc = document(tenant.slug)
+    await load(doc)
+    fixed = copy.deepcopy(doc)
+    fixed["customers"][0]["accounts"][0]["transactions"][4]["amount"] = "15.00"
+    fixed["customers"][0]["accounts"][0]["transactions"].append(tx("T-9", "2026-10-30", "fee", "5.00"))
+    report = await load(fixed)
+    assert (report.tables["transactions"].created, report.tables["transactions"].updated) == (1, 1)
+    assert report.tables["transactions"].unchanged == 5
+    async with engine.connect() as conn:
+        amount = (
+            await conn.execute(
+                text("SELECT amount::text FROM transactions WHERE tenant_id = :t AND ref = 'T-5'"), {"t": tenant.id}
+            )
+        ).scalar()
+    assert amount == "15.00"
+
+
+def _with(path: list[Any], value: Any) -> dict[str, Any]:
+    doc = document("any")
+    target: Any = doc
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return doc
+
+
+TX0 = ["customers", 0, "accounts", 0, "transactions", 0]
+ST0 = ["customers", 0, "accounts", 0, "statements", 0]
+
+
+@pytest.mark.parametrize(
+    ("doc", "needle"),
+    [
+        (_with([*TX0, "amount"], "12.001"), "$.customers[0].accounts[0].transactions[0].amount"),
+        (_with([*TX0, "amount"], 12.0), "$.customers[0].accounts[0].transactions[0].amount"),
+        (_with([*TX0, "amount"], "-12.00"), "amount must be positive for a purchase"),
+        (_with([*TX0, "kind"], "gift"), "$.customers[0].accounts[0].transactions[0].kind"),
+        (_with([*TX0, "posted_on"], "2026-02-30"), "$.customers[0].accounts[0].transactions[0].posted_on"),
+        (_with([*TX0, "colour"], "red"), "unknown field `colour`"),
+        (_with([*TX0, "ref"], "T-2"), "duplicate transaction ref 'T-2'"),
+        (_with(["customers", 0, "locale"], "fr"), "$.customers[0].locale"),
+        (_with(["customers", 0, "accounts", 0, "currency"], "euro"), "$.customers[0].accounts[0].currency"),
+        (_with([*ST0, "due_date"], "2026-09-01"), "due_date is before period_end"),
+        (_with([*ST0, "period_end"], "2026-10-05"), "statement periods overlap"),
+        (_with(["customers", 0, "accounts", 0, "opening_balance"], None), "opening_balance"),
+        ({"tenant": "x"}, "missing required field `customers`"),
+    ],
+)
+def test_a_bad_file_is_rejected_naming_the_field(doc: dict[str, Any], needle: str) -> None:
+    import msgspec
+
+    with pytest.raises(ImportRejected) as err:
+        parse(msgspec.json.encode(doc))
+    assert needle in str(err.value)
+
+
+def test_not_json_is_rejected() -> None:
+    with pytest.raises(ImportRejected, match="not valid JSON"):
+        parse(b"{customers: nope")
+
+
+async def test_a_conflict_found_while_writing_leaves_nothing_written(make_tenant: Any, load: Any,
+                                                                      engine: AsyncEngine) -> None:  # fmt: skip
+    tenant = await make_tenant()
+    await load(document(tenant.slug))
+    before = await snapshot(engine, tenant.id)
+    # New customer first (valid), then a statement that overlaps the stored ones of A-1.
+    overlapping = statement("2026-10-15", "2026-11-14", "2026-12-10")
+    doc = document(tenant.slug, [customer("C-2000", accounts=[account("A-2000")]),
+                                 customer(accounts=[account(statements=[overlapping])])])  # fmt: skip
+    with pytest.raises(ImportRejected, match="overlaps"):
+        await load(doc)
+    assert await snapshot(engine, tenant.id) == before
+
+
+async def test_an_unknown_tenant_is_rejected(load: Any) -> None:
+    with pytest.raises(ImportRejected, match="unknown tenant 'no-such-bank'"):
+        await load(document("no-such-bank"))
+
+
+async def test_the_database_refuses_rows_that_cross_tenants(make_tenant: Any, load: Any, engine: AsyncEngine) -> None:
+    a, b = await make_tenant(), await make_tenant()
+    await load(document(a.slug))
+    with pytest.raises(IntegrityError):
+        async with engine.begin() as conn:
+            customer_of_a = (
+                await conn.execute(text("SELECT id FROM customers WHERE tenant_id = :t"), {"t": a.id})
+            ).scalar()
+            await conn.execute(
+                text(
+                    "INSERT INTO accounts (tenant_id, customer_id, ref, kind, currency, masked_number, opening_balance)"
+                    " VALUES (:t, :c, 'A-X', 'credit_card', 'EUR', '****', 0)"
+                ),
+                {"t": b.id, "c": customer_of_a},
+            )

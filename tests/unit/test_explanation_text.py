@@ -1,0 +1,107 @@
+"""The deterministic explanation: every number it prints is a fact, in both languages."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from decimal import Decimal
+
+import pytest
+
+from app.domain import formatting
+from app.domain.facts import compute_facts
+from app.domain.records import Line
+from app.prompts import render_fallback
+from tests.unit.test_facts import OCT, SEP, history
+
+D = Decimal
+LINES = [
+    Line(date(2026, 9, 3), "purchase", D("1100.00"), "FreshMart"),
+    Line(date(2026, 10, 3), "purchase", D("1100.00"), "FreshMart"),
+    Line(date(2026, 10, 4), "payment", D("1100.00")),
+    Line(date(2026, 10, 12), "purchase", D("12.00"), "City Gym"),
+    Line(date(2026, 10, 20), "fee", D("3.00"), None, "Foreign transaction fee"),
+    Line(date(2026, 10, 21), "refund", D("1.25"), "FreshMart"),
+    Line(date(2026, 10, 22), "interest", D("0.75")),
+    Line(date(2026, 11, 5), "payment", D("30.00")),
+]
+
+
+def test_money_and_dates_per_locale() -> None:
+    assert formatting.money(D("1234.5"), "EUR", "en") == "1,234.50 EUR"
+    assert formatting.money(D("-3"), "EUR", "en", sign=True) == "-3.00 EUR"
+    assert formatting.money(D("12"), "CNY", "zh-CN", sign=True) == "+12.00元"
+    assert formatting.money(D("12"), "EUR", "zh-CN") == "12.00欧元"
+    assert formatting.money(D("12"), "CHF", "zh-CN") == "12.00 CHF"
+    assert formatting.day(date(2026, 11, 25), "en") == "25 November 2026"
+    assert formatting.day(date(2026, 11, 25), "zh-CN") == "2026年11月25日"
+
+
+@pytest.mark.parametrize("locale", ["en", "zh-CN"])
+def test_every_amount_in_the_text_is_a_fact(locale: str) -> None:
+    facts = compute_facts(history(LINES, [SEP, OCT]), as_of=date(2026, 11, 10))
+    text = render_fallback(facts, locale)
+    allowed = {
+        facts.statement.new_balance, facts.previous_balance, facts.difference, abs(facts.difference),
+        facts.statement.minimum_due, facts.payment.paid_amount, facts.payment.outstanding,
+        *(abs(d.amount) for d in facts.drivers),
+        abs(sum(d.amount for d in facts.drivers[3:])),
+    }  # fmt: skip
+    mentioned = {D(m.replace(",", "")) for m in re.findall(r"\d[\d,]*\.\d\d", text)}
+    assert mentioned, text
+    assert mentioned <= allowed, (mentioned - allowed, text)
+    assert "1,114.50" in text  # grouping separators in both languages
+
+
+def test_english_text_names_the_change_the_drivers_and_the_due_date() -> None:
+    facts = compute_facts(history(LINES, [SEP, OCT]), as_of=date(2026, 11, 10))
+    text = render_fallback(facts, "en")
+    assert "new balance of 1,114.50 EUR" in text
+    assert "14.50 EUR more than the 1,100.00 EUR" in text
+    assert "purchases at City Gym (+12.00 EUR)" in text
+    assert "fee: Foreign transaction fee (+3.00 EUR)" in text
+    assert "and 1 smaller change" in text
+    assert "We have received 30.00 EUR so far; 1,084.50 EUR is still outstanding" in text
+    assert "due on 25 November 2026" in text
+
+
+def test_chinese_text_uses_chinese_amounts_dates_and_status() -> None:
+    facts = compute_facts(history(LINES[:-1], [SEP, OCT], currency="CNY"), as_of=date(2026, 11, 26))
+    text = render_fallback(facts, "zh-CN")
+    assert "新余额为1,114.50元" in text
+    assert "多14.50元" in text
+    assert "在“City Gym”的消费（+12.00元）" in text
+    assert "最低还款额25.00元已于2026年11月25日到期" in text
+    assert "已逾期" in text
+    assert " " not in text.replace("City Gym", "").replace("Foreign transaction fee", "")
+
+
+@pytest.mark.parametrize(
+    ("as_of", "en", "zh"),
+    [
+        (date(2026, 11, 1), "We have not received a payment", "尚未收到"),
+        (date(2026, 11, 10), "still outstanding", "待还"),
+        (date(2026, 12, 1), "still outstanding", "待还"),  # 30.00 paid covers the 25.00 minimum: not overdue
+    ],
+)
+def test_payment_sentence_follows_the_status(as_of: date, en: str, zh: str) -> None:
+    facts = compute_facts(history(LINES, [SEP, OCT]), as_of=as_of)
+    assert en in render_fallback(facts, "en")
+    assert zh in render_fallback(facts, "zh-CN")
+
+
+def test_unknown_locale_is_refused() -> None:
+    facts = compute_facts(history(LINES, [SEP, OCT]), as_of=date(2026, 11, 10))
+    with pytest.raises(ValueError, match="locale"):
+        render_fallback(facts, "fr")
+
+
+def test_overdue_and_paid_sentences() -> None:
+    unpaid = compute_facts(history(LINES[:-1], [SEP, OCT]), as_of=date(2026, 11, 26))
+    assert unpaid.payment.status == "overdue"
+    assert "the payment is overdue" in render_fallback(unpaid, "en")
+    paid = compute_facts(history([*LINES, Line(date(2026, 11, 6), "payment", D("1084.50"))], [SEP, OCT]),
+                         as_of=date(2026, 11, 26))  # fmt: skip
+    assert paid.payment.status == "paid"
+    assert "paid in full" in render_fallback(paid, "en")
+    assert "已全额还清" in render_fallback(paid, "zh-CN")
