@@ -14,6 +14,7 @@ from litestar.logging.config import StructLoggingConfig
 from litestar.openapi import OpenAPIConfig
 from litestar.plugins.structlog import StructlogConfig, StructlogPlugin
 
+from app.api.auth import KeyCache
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.explanations import ExplanationController
 from app.api.health import health, ready
@@ -41,6 +42,8 @@ def _structlog(settings: Settings) -> StructlogPlugin:
                 processors=processors,
                 wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelNamesMapping()[settings.log_level]),
                 log_exceptions="never",  # our error handler logs them once, with the route
+                # A few microseconds a call, and structlog.testing.capture_logs sees every logger.
+                cache_logger_on_first_use=False,
                 pretty_print_tty=False,
             ),
             enable_middleware_logging=False,  # RequestLogMiddleware logs one event per request instead
@@ -58,10 +61,14 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
         ),
         create_all=False,  # the schema is Alembic's job
     )
+    key_cache = KeyCache(settings.api_key_cache_ttl)
     return Litestar(
         route_handlers=[health, ready, ExplanationController],
         plugins=[SQLAlchemyPlugin(config=db), _structlog(settings)],
-        dependencies={"settings": Provide(lambda: settings, use_cache=True, sync_to_thread=False)},
+        dependencies={
+            "settings": Provide(lambda: settings, use_cache=True, sync_to_thread=False),
+            "key_cache": Provide(lambda: key_cache, use_cache=True, sync_to_thread=False),
+        },
         middleware=[RequestLogMiddleware()],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         openapi_config=OpenAPIConfig(title="Bill Assistant", version="0.1.0", path="/schema"),

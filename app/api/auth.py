@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from litestar import Request
 from litestar.di import NamedDependency
 from litestar.exceptions import NotAuthorizedException
@@ -14,13 +16,45 @@ from app.data.tenants import Principal, authenticate
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="bill-assistant"'}
 
 
-async def provide_principal(request: Request, db_engine: NamedDependency[AsyncEngine]) -> Principal:  # type: ignore[type-arg]
+class KeyCache:
+    """Valid keys seen in the last `ttl` seconds, so most requests skip the look-up round trip.
+    A revoked key stops working within `ttl`. Unknown keys are never cached, so guessing cannot
+    fill it; it is cleared whole when it reaches `size`."""
+
+    def __init__(self, ttl: float, size: int = 10_000) -> None:
+        self.ttl, self.size = ttl, size
+        self._entries: dict[str, tuple[Principal, float]] = {}
+
+    def get(self, key: str) -> Principal | None:
+        entry = self._entries.get(key)
+        if entry is None or entry[1] < time.monotonic():
+            return None
+        return entry[0]
+
+    def put(self, key: str, principal: Principal) -> None:
+        if self.ttl <= 0:
+            return
+        if len(self._entries) >= self.size:
+            self._entries.clear()
+        self._entries[key] = (principal, time.monotonic() + self.ttl)
+
+
+async def provide_principal(
+    request: Request,  # type: ignore[type-arg]
+    db_engine: NamedDependency[AsyncEngine],
+    key_cache: NamedDependency[KeyCache],
+) -> Principal:
     scheme, _, key = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not key.strip():
+    key = key.strip()
+    if scheme.lower() != "bearer" or not key:
         raise NotAuthorizedException("an API key is required: Authorization: Bearer <key>", headers=_CHALLENGE)
     with stopwatch(request.scope).stage("auth"):
-        async with autocommit(db_engine) as conn:
-            principal = await authenticate(conn, key.strip())
+        principal = key_cache.get(key)
+        if principal is None:
+            async with autocommit(db_engine) as conn:
+                principal = await authenticate(conn, key)
+            if principal is not None:
+                key_cache.put(key, principal)
     if principal is None:
         raise NotAuthorizedException("the API key is not valid", headers=_CHALLENGE)
     request_state(request.scope)["tenant"] = principal.tenant_slug

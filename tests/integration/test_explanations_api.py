@@ -43,7 +43,12 @@ async def test_explains_a_bill_change_with_exact_numbers(client: Any, bank: Any)
     }
     assert body["totals"] == {"current": "124.99", "previous": "112.99", "difference": "12.00"}
     assert body["drivers"] == [{"kind": "purchases", "label": "City Gym", "amount": "12.00"}]
-    assert body["payment"] == {"status": "unpaid", "paid_amount": "0.00", "outstanding": "124.99", "as_of": "2026-11-10"}
+    assert body["payment"] == {
+        "status": "unpaid",
+        "paid_amount": "0.00",
+        "outstanding": "124.99",
+        "as_of": "2026-11-10",
+    }
     assert body["locale"] == "en"
     assert body["source"] == "fallback"
     assert "12.00 EUR more" in body["explanation"]
@@ -81,9 +86,7 @@ async def test_answers_in_the_customers_language_unless_asked_otherwise(client: 
     assert zh["locale"] == "zh-CN"
     assert "多12.00元" in zh["explanation"]
     assert "2026年11月25日" in zh["explanation"]
-    en = (
-        await client.post("/v1/explanations", json={**payload, "locale": "en"}, headers=bearer(tenant.key))
-    ).json()
+    en = (await client.post("/v1/explanations", json={**payload, "locale": "en"}, headers=bearer(tenant.key))).json()
     assert en["locale"] == "en"
     assert "12.00 CNY more" in en["explanation"]
 
@@ -131,7 +134,9 @@ async def test_as_of_decides_the_payment_status(client: Any, make_tenant: Any, l
 async def test_first_statement_compares_with_the_opening_balance(client: Any, make_tenant: Any, load: Any) -> None:
     tenant = await make_tenant()
     txs = [tx("T-1", "2026-09-03", "purchase", "40.00", "FreshMart")]
-    await load(document(tenant.slug, [customer(accounts=[account(statements=[SEPT], transactions=txs, opening="10.00")])]))
+    await load(
+        document(tenant.slug, [customer(accounts=[account(statements=[SEPT], transactions=txs, opening="10.00")])])
+    )
     body = (
         await client.post("/v1/explanations", json={"account_ref": "A-1", "question": "?"}, headers=bearer(tenant.key))
     ).json()
@@ -183,7 +188,9 @@ async def test_another_tenants_account_looks_exactly_like_a_missing_one(client: 
     assert theirs.status_code == missing.status_code == 404
     assert theirs.json() == {**missing.json(), "message": missing.json()["message"].replace("A-NOPE", "A-OTHER")}
     # The owner can read it; and the same ref in two tenants is two different accounts.
-    ok = await client.post("/v1/explanations", json={"account_ref": "A-OTHER", "question": "?"}, headers=bearer(other.key))
+    ok = await client.post(
+        "/v1/explanations", json={"account_ref": "A-OTHER", "question": "?"}, headers=bearer(other.key)
+    )
     assert ok.status_code == 200
 
 
@@ -238,16 +245,22 @@ async def test_every_answer_leaves_an_audit_row(client: Any, bank: Any, engine: 
         row = (
             await conn.execute(
                 text(
-                    "SELECT a.channel, a.question, a.locale, a.source, a.answer, a.timings, ac.ref, s.period_end::text "
-                    "FROM answers a JOIN accounts ac ON ac.id = a.account_id JOIN statements s ON s.id = a.statement_id "
-                    "WHERE a.id = :id AND a.tenant_id = :tenant"
+                    "SELECT a.channel, a.question, a.locale, a.source, a.answer, a.timings, ac.ref, s.period_end::text"
+                    " FROM answers a JOIN accounts ac ON ac.id = a.account_id"
+                    " JOIN statements s ON s.id = a.statement_id"
+                    " WHERE a.id = :id AND a.tenant_id = :tenant"
                 ),
                 {"id": body["answer_id"], "tenant": bank.id},
             )
         ).one()
     channel, question, locale, source, answer, timings, account_ref, period_end = row
     assert (channel, question, locale, source, account_ref, period_end) == (
-        "api", QUESTION, "en", "fallback", "A-1", "2026-10-31"
+        "api",
+        QUESTION,
+        "en",
+        "fallback",
+        "A-1",
+        "2026-10-31",
     )
     assert answer["totals"] == body["totals"]
     assert answer["explanation"] == body["explanation"]
@@ -255,7 +268,9 @@ async def test_every_answer_leaves_an_audit_row(client: Any, bank: Any, engine: 
 
     # A refused request is not an answer and leaves no row.
     async with engine.connect() as conn:
-        before = (await conn.execute(text("SELECT count(*) FROM answers WHERE tenant_id = :t"), {"t": bank.id})).scalar()
+        before = (
+            await conn.execute(text("SELECT count(*) FROM answers WHERE tenant_id = :t"), {"t": bank.id})
+        ).scalar()
     await client.post("/v1/explanations", json={"account_ref": "A-NOPE", "question": "?"}, headers=bearer(bank.key))
     async with engine.connect() as conn:
         after = (await conn.execute(text("SELECT count(*) FROM answers WHERE tenant_id = :t"), {"t": bank.id})).scalar()

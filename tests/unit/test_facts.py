@@ -22,7 +22,9 @@ def period(id_: int, span: tuple[date, date], lines: list[Line], minimum: str = 
     return Period(id_, span[0], span[1], span[1] + timedelta(days=25), D(minimum), net)
 
 
-def history(lines: list[Line], spans: list[tuple[date, date]], currency: str = "EUR", opening: str = "0.00"):
+def history(
+    lines: list[Line], spans: list[tuple[date, date]], currency: str = "EUR", opening: str = "0.00"
+) -> AccountHistory:
     return AccountHistory(
         account_id=1, account_ref="A-1", currency=currency, opening_balance=D(opening), customer_ref="C-1",
         customer_locale="en", statements=[period(i + 1, s, lines) for i, s in enumerate(spans)], lines=lines,

@@ -1,0 +1,3 @@
+from bench.explain_load import main
+
+main()

@@ -1,0 +1,75 @@
+"""The bill-assistant command against the test database."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from app.cli import main
+from app.data.database import create_engine
+from app.data.tenants import authenticate
+from app.settings import get_settings
+from tests.factories import document
+
+
+@pytest.fixture
+def cli(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    get_settings.cache_clear()
+    runner = CliRunner()
+    yield lambda *args: runner.invoke(main, list(args), catch_exceptions=False)
+    get_settings.cache_clear()
+
+
+def _authenticate(url: str, key: str) -> Any:
+    async def run() -> Any:
+        engine = create_engine(url)
+        async with engine.connect() as conn:
+            principal = await authenticate(conn, key)
+        await engine.dispose()
+        return principal
+
+    return asyncio.run(run())
+
+
+def test_tenant_import_and_reimport(cli: Any, database_url: str, tmp_path: Path) -> None:
+    assert cli("migrate").exit_code == 0
+
+    created = cli("tenants", "create", "cli-bank", "--name", "CLI Bank", "--priority-class", "interactive")
+    assert created.exit_code == 0, created.output
+    key = created.output.strip().splitlines()[-1]
+    principal = _authenticate(database_url, key)
+    assert (principal.tenant_slug, principal.priority_class) == ("cli-bank", "interactive")
+
+    again = cli("tenants", "create", "cli-bank", "--name", "CLI Bank")
+    assert again.exit_code == 1
+    assert "already exists" in again.output
+
+    file = tmp_path / "bank.json"
+    file.write_text(json.dumps(document("cli-bank")))
+    first = cli("import", str(file))
+    assert first.exit_code == 0, first.output
+    assert "transactions: 6 created, 0 updated, 0 unchanged" in first.output
+    second = cli("import", str(file))
+    assert "customers: 0 created, 0 updated, 1 unchanged" in second.output
+    assert "transactions: 0 created, 0 updated, 6 unchanged" in second.output
+
+    bad = document("cli-bank")
+    bad["customers"][0]["accounts"][0]["transactions"][3]["amount"] = "ten"
+    file.write_text(json.dumps(bad))
+    rejected = cli("import", str(file))
+    assert rejected.exit_code == 1
+    assert "nothing was imported" in rejected.output
+    assert "$.customers[0].accounts[0].transactions[3].amount" in rejected.output
+
+
+def test_issue_key_for_an_unknown_tenant_fails(cli: Any) -> None:
+    result = cli("tenants", "issue-key", "nobody")
+    assert result.exit_code == 1
+    assert "unknown tenant" in result.output

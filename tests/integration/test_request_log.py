@@ -1,0 +1,51 @@
+"""One structured log event per request; the API key and the question never appear in it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from structlog.testing import capture_logs
+
+from tests.factories import document
+
+SECRET_QUESTION = "Why is my bill higher? My PIN is 4821"
+
+
+async def test_one_event_per_request_without_secrets(client: Any, make_tenant: Any, load: Any) -> None:
+    tenant = await make_tenant()
+    await load(document(tenant.slug))
+    with capture_logs() as events:
+        r = await client.post(
+            "/v1/explanations",
+            json={"account_ref": "A-1", "question": SECRET_QUESTION},
+            headers={"Authorization": f"Bearer {tenant.key}"},
+        )
+    assert r.status_code == 200
+    requests = [e for e in events if e.get("event") == "request"]
+    assert len(requests) == 1
+    event = requests[0]
+    assert event["route"] == "/v1/explanations"
+    assert event["status"] == 200
+    assert event["tenant"] == tenant.slug
+    assert {"auth", "db", "facts", "explain", "audit", "total"} <= event["timings_ms"].keys()
+    assert tenant.key not in str(events)
+    assert "4821" not in str(events)
+
+
+async def test_the_question_is_logged_only_when_allowed(database_url: str, make_tenant: Any, load: Any) -> None:
+    from litestar.testing import AsyncTestClient
+
+    from app.api.app import create_app
+    from app.settings import Settings
+
+    tenant = await make_tenant()
+    await load(document(tenant.slug))
+    app = create_app(Settings.from_env({"LOG_QUESTIONS": "1"}), database_url)
+    async with AsyncTestClient(app=app) as debug_client:
+        with capture_logs() as events:
+            await debug_client.post(
+                "/v1/explanations",
+                json={"account_ref": "A-1", "question": SECRET_QUESTION},
+                headers={"Authorization": f"Bearer {tenant.key}"},
+            )
+    assert [e["question"] for e in events if e.get("event") == "request"] == [SECRET_QUESTION]
