@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -168,7 +170,11 @@ def _serve(database_url: str, host: str, port: int) -> None:
     from app.api.app import create_app
 
     app = create_app(get_settings(), database_url)
-    uvicorn.run(app, host=host, port=port, loop="uvloop", http="httptools", access_log=False, log_level="warning")
+    # uvicorn drains in-flight requests on SIGTERM/SIGINT, then re-raises the signal to the handler
+    # found at start: make that a normal exit, so exit hooks (the embedded Postgres) run.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    with contextlib.suppress(KeyboardInterrupt):
+        uvicorn.run(app, host=host, port=port, loop="uvloop", http="httptools", access_log=False, log_level="warning")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,12 @@ _env = Environment(
 )
 
 
+def load_templates() -> None:
+    """Compile every template now, so that no request pays for it."""
+    for name in _env.list_templates(extensions=["j2"]):
+        _env.get_template(name)
+
+
 def render_fallback(facts: BillFacts, locale: str) -> str:
     """The deterministic explanation of a bill change in the customer's language."""
     if locale not in LOCALES:

@@ -20,6 +20,7 @@ from app.api.explanations import ExplanationController
 from app.api.health import health, ready
 from app.api.request_log import RequestLogMiddleware
 from app.data.database import asyncpg_url
+from app.prompts import load_templates
 from app.settings import Settings
 
 
@@ -70,6 +71,7 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
             "key_cache": Provide(lambda: key_cache, use_cache=True, sync_to_thread=False),
         },
         middleware=[RequestLogMiddleware()],
+        on_startup=[load_templates],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         openapi_config=OpenAPIConfig(title="Bill Assistant", version="0.1.0", path="/schema"),
     )
