@@ -1,0 +1,1 @@
+"""LLM engines behind one small interface: generate (a stream of events), abort, health."""

@@ -1,0 +1,61 @@
+"""The engine interface. Everything above it is engine-agnostic."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+import msgspec
+
+
+class GenerationRequest(msgspec.Struct, frozen=True):
+    request_id: str
+    prompt: str  # already rendered with the model family's chat template
+    max_tokens: int = 256
+    temperature: float = 0.0
+    stop: list[str] = []
+    json_schema: dict[str, Any] | None = None  # constrain the output to this JSON schema
+    priority: int = 0  # higher is more important (SGLang's convention)
+
+
+class TextDelta(msgspec.Struct, frozen=True):
+    text: str
+
+
+class Finished(msgspec.Struct, frozen=True):
+    finish_reason: str  # stop | length | abort
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+    ttft_ms: float  # from submission to the first token, as the caller saw it
+    decode_ms: float  # from the first token to the last
+    queue_ms: float | None = None  # where the engine reports it
+    spec_accept_rate: float | None = None  # speculative decoding, where the engine reports it
+    spec_accept_length: float | None = None
+
+
+Event = TextDelta | Finished
+
+
+class EngineError(RuntimeError):
+    """The engine failed the request (unreachable, refused it, or errored mid-stream)."""
+
+    @classmethod
+    def from_event(cls, engine: str, error: Any) -> EngineError:
+        message = error.get("message", error) if isinstance(error, dict) else error
+        return cls(f"{engine}: {message}")
+
+
+class Engine(Protocol):
+    name: str  # "embedded" | "sglang"
+    model: str
+
+    def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
+        """Text deltas, then exactly one Finished. Cancelling the iteration aborts the request."""
+        ...
+
+    async def abort(self, request_id: str) -> None: ...
+
+    async def health(self) -> bool: ...
+
+    async def close(self) -> None: ...
