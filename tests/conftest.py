@@ -21,7 +21,9 @@ from app.api.app import create_app
 from app.data.database import asyncpg_url, create_engine, migrate, start_embedded_postgres
 from app.data.importer import ImportReport, import_file, parse
 from app.data.tenants import create_tenant, issue_api_key
+from app.inference.embedded import EmbeddedEngine, default_model_path
 from app.settings import PROJECT_ROOT, Settings
+from tests.fakes.sglang_server import RunningFake
 
 
 def _admin_url() -> str:
@@ -96,3 +98,24 @@ async def client(database_url: str) -> AsyncIterator[AsyncTestClient[Any]]:
     app = create_app(Settings.from_env({}), database_url)
     async with AsyncTestClient(app=app) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def sglang_server() -> Iterator[RunningFake]:
+    server = RunningFake()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fake_sglang(sglang_server: RunningFake) -> RunningFake:
+    sglang_server.reset()
+    return sglang_server
+
+
+@pytest.fixture(scope="session")
+async def embedded_engine() -> AsyncIterator[EmbeddedEngine]:
+    """The real embedded engine with the default model, loaded once (about half a second)."""
+    engine = EmbeddedEngine(default_model_path(), parallel=2)
+    yield engine
+    await engine.close()

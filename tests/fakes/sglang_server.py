@@ -1,0 +1,220 @@
+"""A fake SGLang server that speaks the native API exactly as DESIGN.md describes it (sglang 0.5.x).
+
+- POST /generate: `text`, `sampling_params` (unknown keys refused with 400; `json_schema` must be a
+  JSON *string*), `stream`, `rid`, `priority` (int). Streaming is SSE `data: {...}` with cumulative
+  `text` and `meta_info`, ending with `data: [DONE]`; a scripted failure arrives mid-stream as
+  `data: {"error": {...}}`. `meta_info` carries id, finish_reason {type: stop|length|abort},
+  prompt/completion/cached tokens, e2e_latency, queue_time, first_token_latency and, when
+  speculative decoding is on, spec_accept_rate/spec_accept_length/spec_verify_ct.
+- Prefix cache: cached_tokens is the longest token prefix shared with an earlier prompt (a radix cache).
+- POST /abort_request {rid}: the stream ends with finish_reason abort. /health, /health_generate,
+  /model_info, /server_info.
+
+It runs as a real HTTP server (uvicorn on a free loopback port) so the client is tested over the wire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+
+SAMPLING_KEYS = {
+    "max_new_tokens", "min_new_tokens", "temperature", "top_p", "top_k", "min_p", "frequency_penalty",
+    "presence_penalty", "repetition_penalty", "stop", "stop_token_ids", "ignore_eos", "skip_special_tokens",
+    "spaces_between_special_tokens", "no_stop_trim", "regex", "ebnf", "json_schema", "n", "custom_params",
+    "stream_interval", "logit_bias",
+}  # fmt: skip
+TOKEN = re.compile(r"\w+|[^\w\s]|\s+")
+
+
+def tokens(text: str) -> list[str]:
+    return TOKEN.findall(text)
+
+
+@dataclass
+class Script:
+    """What the next /generate answers."""
+
+    text: str = '{"answer": "ok"}'
+    error_after: int | None = None  # send an error event after this many tokens
+    status: int = 200  # refuse the request with this HTTP status
+    hang_s: float = 0.0  # wait this long before the first token (timeouts)
+    token_delay_s: float = 0.002
+
+
+@dataclass
+class FakeSGLang:
+    default: Script = field(default_factory=Script)
+    scripts: deque[Script] = field(default_factory=deque)
+    speculative: bool = False
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    aborted: set[str] = field(default_factory=set)
+    disconnected: set[str] = field(default_factory=set)
+    _prompts: list[list[str]] = field(default_factory=list)
+
+    def cached_tokens(self, prompt: list[str]) -> int:
+        best = 0
+        for seen in self._prompts:
+            n = 0
+            for a, b in zip(seen, prompt, strict=False):
+                if a != b:
+                    break
+                n += 1
+            best = max(best, n)
+        return best
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (message := await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        path, method = scope["path"], scope["method"]
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        if method == "GET" and path in ("/health", "/health_generate"):
+            return await _json(send, 200, {})
+        if method == "GET" and path in ("/model_info", "/server_info"):
+            return await _json(send, 200, {"model_path": "fake/model", "is_generation": True})
+        if method == "POST" and path == "/abort_request":
+            self.aborted.add(json.loads(body)["rid"])
+            return await _json(send, 200, {})
+        if method == "POST" and path == "/generate":
+            return await self._generate(json.loads(body), receive, send)
+        await _json(send, 404, {"detail": "Not Found"})
+
+    async def _generate(self, request: dict[str, Any], receive: Any, send: Any) -> None:
+        self.requests.append(request)
+        script = self.scripts.popleft() if self.scripts else self.default
+        problem = _check(request)
+        if problem:
+            return await _json(send, 400, {"error": {"message": problem}})
+        if script.status != 200:
+            return await _json(send, script.status, {"error": {"message": "scripted failure"}})
+        rid = request.get("rid") or f"rid-{len(self.requests)}"
+        prompt = tokens(request["text"])
+        cached = self.cached_tokens(prompt)
+        self._prompts.append(prompt)
+        params = request.get("sampling_params", {})
+        output = tokens(script.text)
+        limit = params.get("max_new_tokens", 128)
+        finish = "length" if len(output) > limit else "stop"
+        output = output[:limit]
+
+        gone = asyncio.Event()
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+            self.disconnected.add(rid)
+
+        watcher = asyncio.create_task(watch())
+        started = time.perf_counter()
+
+        def meta(n: int, reason: str | None) -> dict[str, Any]:
+            info: dict[str, Any] = {
+                "id": rid, "finish_reason": {"type": reason} if reason else None,
+                "prompt_tokens": len(prompt), "completion_tokens": n, "cached_tokens": cached,
+                "e2e_latency": time.perf_counter() - started, "queue_time": 0.0005, "first_token_latency": 0.001,
+            }  # fmt: skip
+            if self.speculative:
+                info |= {"spec_accept_rate": 0.75, "spec_accept_length": 2.5, "spec_verify_ct": max(1, n // 3)}
+            return info
+
+        if not request.get("stream"):
+            await asyncio.sleep(script.hang_s)
+            return await _json(send, 200, {"text": "".join(output), "meta_info": meta(len(output), finish)})
+
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})  # fmt: skip
+
+        async def event(payload: Any) -> None:
+            data = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
+            await send({"type": "http.response.body", "body": f"data: {data}\n\n".encode(), "more_body": True})
+
+        try:
+            if script.hang_s:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(gone.wait(), script.hang_s)
+            text = ""
+            for n, token in enumerate(output, start=1):
+                if gone.is_set():
+                    return
+                if rid in self.aborted:
+                    await event({"text": text, "meta_info": meta(n - 1, "abort")})
+                    break
+                if script.error_after is not None and n > script.error_after:
+                    await event({"error": {"message": "scripted failure mid-stream", "code": 500}})
+                    break
+                text += token
+                await event({"text": text, "meta_info": meta(n, finish if n == len(output) else None)})
+                await asyncio.sleep(script.token_delay_s)
+            await event("[DONE]")
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            watcher.cancel()
+
+
+def _check(request: dict[str, Any]) -> str | None:
+    if not isinstance(request.get("text"), str):
+        return "text must be a string"
+    params = request.get("sampling_params", {})
+    unknown = set(params) - SAMPLING_KEYS
+    if unknown:
+        return f"unexpected keyword argument(s) in sampling_params: {sorted(unknown)}"
+    if "json_schema" in params:
+        if not isinstance(params["json_schema"], str):
+            return "sampling_params.json_schema must be a JSON string"
+        json.loads(params["json_schema"])
+    if not isinstance(request.get("priority", 0), int):
+        return "priority must be an integer"
+    return None
+
+
+async def _json(send: Any, status: int, payload: Any) -> None:
+    body = json.dumps(payload).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class RunningFake:
+    """The fake on a free loopback port, in a background thread."""
+
+    def __init__(self) -> None:
+        self.fake = FakeSGLang()
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        config = uvicorn.Config(self.fake, log_level="warning", lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
+        self._thread.start()
+        while not self._server.started:
+            time.sleep(0.01)
+
+    def reset(self) -> None:
+        self.fake.scripts.clear()
+        self.fake.default = Script()
+        self.fake.speculative = False
+        self.fake.requests.clear()
+        self.fake.aborted.clear()
+        self.fake.disconnected.clear()
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(5)
