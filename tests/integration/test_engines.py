@@ -45,7 +45,7 @@ async def engine(request: Any, fake_sglang: RunningFake, embedded_engine: Embedd
 
 
 async def run(engine: Engine, req: GenerationRequest) -> tuple[str, Finished]:
-    text, finals = "", []
+    text, finals = "", list[Finished]()
     async for event in engine.generate(req):
         if isinstance(event, TextDelta):
             assert not finals, "text after the final event"
