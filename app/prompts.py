@@ -1,29 +1,69 @@
-"""Renders the Jinja templates in prompts/: the deterministic explanation for now."""
+"""Renders the Jinja templates in prompts/: model prompts (static part first) and the deterministic answers.
+
+A model prompt is: global instructions -> tenant policy -> output format and an example (all in the
+system message, identical for every customer of a tenant and locale) -> FACTS -> the question. So
+the engine's prefix cache serves everything before FACTS. The prompt version is a hash of every
+template source: a changed template is a new version, in every response and audit row.
+"""
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import msgspec
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from app.domain import formatting
-from app.domain.facts import BillFacts
-from app.domain.money import ZERO
+from app.domain.facts import BillFacts, Entry
+from app.domain.intents import Intent
+from app.domain.policy import TenantPolicy
 from app.settings import PROJECT_ROOT
 
 PROMPTS_DIR = PROJECT_ROOT / "prompts"
 LOCALES = ("en", "zh-CN")
+FACTS_MARKER = "FACTS\n"
+# Chat templates of served model families, and the strings that end a turn in each.
+CHAT_STOPS = {"chatml": ["<|im_end|>"], "gemma": ["<end_of_turn>"]}
 # Templates write one sentence per line; English sentences are joined by a space, Chinese by nothing.
 _JOINERS = {"en": " ", "zh-CN": ""}
-# The explanation names the largest drivers; the response body lists all of them.
-TOP_DRIVERS = 3
+TOP_DRIVERS = 3  # the deterministic answer names the largest drivers; the response lists all
+MAX_ENTRIES = 12  # transactions shown to the model, largest first
+MAX_LABEL = 60  # merchant names and descriptions are untrusted text: short, one line
 
-_env = Environment(
-    loader=FileSystemLoader(PROMPTS_DIR),
-    undefined=StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-    autoescape=False,  # plain text; HTML callers escape it when they render it
-    auto_reload=False,  # templates are read once per process, never stat()ed on the hot path
-)
+
+def _environment() -> Environment:
+    return Environment(
+        loader=FileSystemLoader(PROMPTS_DIR),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+        autoescape=False,  # plain text; HTML callers escape it when they render it
+        auto_reload=False,  # templates are read once per process, never stat()ed on the hot path
+    )
+
+
+_env = _environment()
+
+
+def template_version(root: Any = PROMPTS_DIR) -> str:
+    """A short hash of every template's name and bytes."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.j2")):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+PROMPT_VERSION = template_version()
+
+
+class RenderedPrompt(msgspec.Struct, frozen=True):
+    text: str
+    static_prefix: str  # everything before FACTS: the same for every customer of the tenant
+    stop: list[str]
+    version: str
 
 
 def load_templates() -> None:
@@ -32,18 +72,68 @@ def load_templates() -> None:
         _env.get_template(name)
 
 
-def render_fallback(facts: BillFacts, locale: str) -> str:
-    """The deterministic explanation of a bill change in the customer's language."""
+def _formatters(currency: str, locale: str) -> dict[str, Callable[..., str]]:
+    return {
+        "money": lambda amount: formatting.money(amount, currency, locale),
+        "signed_money": lambda amount: formatting.money(amount, currency, locale, sign=True),
+        "day": lambda value: formatting.day(value, locale),
+    }
+
+
+def _clean(entry: Entry) -> Entry:
+    label = " ".join(entry.label.split())[:MAX_LABEL].replace("<<<", "").replace(">>>", "")
+    return msgspec.structs.replace(entry, label=label)
+
+
+def render_prompt(
+    *, policy: TenantPolicy, intent: Intent, facts: BillFacts, question: str, locale: str, chat_template: str
+) -> RenderedPrompt:
     if locale not in LOCALES:
         raise ValueError(f"unsupported locale {locale!r}")
-    top, rest = facts.drivers[:TOP_DRIVERS], facts.drivers[TOP_DRIVERS:]
-    text = _env.get_template(f"fallback/bill_change.{locale}.j2").render(
+    system = _env.get_template(f"answer/system.{locale}.j2").render(policy=policy).strip()
+    user = (
+        _env.get_template(f"answer/user.{locale}.j2")
+        .render(
+            facts=facts,
+            intent=intent,
+            # Single transactions only where the question is about them: a shorter prompt prefills faster.
+            entries=[_clean(e) for e in facts.entries[:MAX_ENTRIES]] if intent in ("charge", "fees_interest") else [],
+            question=question.replace("<<<", "").replace(">>>", "").strip(),
+            **_formatters(facts.currency, locale),
+        )
+        .strip()
+    )
+    if not user.startswith(FACTS_MARKER):
+        raise ValueError("the user template must start with the FACTS block")
+    text = _env.get_template(f"chat/{chat_template}.j2").render(system=system, user=user)
+    return RenderedPrompt(
+        text=text,
+        static_prefix=text[: text.index(FACTS_MARKER)],
+        stop=CHAT_STOPS[chat_template],
+        version=PROMPT_VERSION,
+    )
+
+
+def render_fallback(
+    intent: Intent,
+    facts: BillFacts,
+    locale: str,
+    *,
+    policy: TenantPolicy,
+    focus: Iterable[str] = (),
+) -> str:
+    """The deterministic answer for the intent, in the customer's language. `focus`: the labels of
+    the charges the question names."""
+    if locale not in LOCALES:
+        raise ValueError(f"unsupported locale {locale!r}")
+    wanted = set(focus)
+    text = _env.get_template(f"fallback/{intent}.{locale}.j2").render(
         facts=facts,
-        top=top,
-        rest=len(rest),
-        rest_amount=sum((d.amount for d in rest), ZERO),
-        money=lambda amount: formatting.money(amount, facts.currency, locale),
-        signed_money=lambda amount: formatting.money(amount, facts.currency, locale, sign=True),
-        day=lambda value: formatting.day(value, locale),
+        policy=policy,
+        top=facts.drivers[:TOP_DRIVERS],
+        rest=len(facts.drivers) > TOP_DRIVERS,
+        entries=[_clean(e) for e in facts.entries if e.kind != "payment"],
+        focus=[_clean(e) for e in facts.entries if e.label in wanted and e.kind != "payment"],
+        **_formatters(facts.currency, locale),
     )
     return _JOINERS[locale].join(line.strip() for line in text.splitlines() if line.strip())

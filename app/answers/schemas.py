@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from app.domain.facts import DriverKind, PaymentStatus
+from app.domain.intents import Intent
 
 Locale = Literal["en", "zh-CN"]
 Source = Literal["model", "fallback", "cache"]
@@ -57,7 +58,13 @@ class PaymentOut(msgspec.Struct, frozen=True):
     as_of: date
 
 
-class ExplanationResponse(msgspec.Struct, frozen=True):
+class UsageOut(msgspec.Struct, frozen=True):
+    prompt_tokens: int
+    cached_tokens: int
+    completion_tokens: int
+
+
+class ExplanationResponse(msgspec.Struct, frozen=True, omit_defaults=True):
     answer_id: str
     account_ref: str
     currency: str
@@ -68,4 +75,8 @@ class ExplanationResponse(msgspec.Struct, frozen=True):
     explanation: str
     locale: Locale
     source: Source
+    intent: Intent
+    prompt_version: str
     timings_ms: dict[str, float]
+    model: str | None = None  # present when the engine was asked
+    usage: UsageOut | None = None

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import msgspec
 import structlog
 from advanced_alchemy.extensions.litestar import EngineConfig, SQLAlchemyAsyncConfig, SQLAlchemyPlugin
 from litestar import Litestar
+from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.logging.config import StructLoggingConfig
 from litestar.openapi import OpenAPIConfig
+from litestar.plugins.prometheus import PrometheusController
 from litestar.plugins.structlog import StructlogConfig, StructlogPlugin
 
 from app.api.auth import KeyCache
@@ -20,8 +24,15 @@ from app.api.explanations import ExplanationController
 from app.api.health import health, ready
 from app.api.request_log import RequestLogMiddleware
 from app.data.database import asyncpg_url
+from app.inference.engine import Engine
+from app.inference.factory import build_engine
 from app.prompts import load_templates
 from app.settings import Settings
+
+
+def _provide_llm(state: State) -> Engine | None:
+    llm: Engine | None = state.llm
+    return llm
 
 
 def _json_bytes(event: dict[str, Any], **_: Any) -> bytes:
@@ -52,6 +63,18 @@ def _structlog(settings: Settings) -> StructlogPlugin:
     )
 
 
+@asynccontextmanager
+async def _engine_lifespan(app: Litestar) -> AsyncIterator[None]:
+    """The LLM engine lives as long as the app: built once (a model load), closed on shutdown."""
+    settings: Settings = app.state.settings
+    app.state.llm = build_engine(settings)
+    try:
+        yield
+    finally:
+        if app.state.llm is not None:
+            await app.state.llm.close()
+
+
 def create_app(settings: Settings, database_url: str) -> Litestar:
     db = SQLAlchemyAsyncConfig(
         connection_string=asyncpg_url(database_url),
@@ -64,12 +87,15 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
     )
     key_cache = KeyCache(settings.api_key_cache_ttl)
     return Litestar(
-        route_handlers=[health, ready, ExplanationController],
+        route_handlers=[health, ready, ExplanationController, PrometheusController],
         plugins=[SQLAlchemyPlugin(config=db), _structlog(settings)],
         dependencies={
             "settings": Provide(lambda: settings, use_cache=True, sync_to_thread=False),
             "key_cache": Provide(lambda: key_cache, use_cache=True, sync_to_thread=False),
+            "llm": Provide(_provide_llm, sync_to_thread=False),
         },
+        state=State({"settings": settings}),
+        lifespan=[_engine_lifespan],
         middleware=[RequestLogMiddleware()],
         on_startup=[load_templates],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]

@@ -26,6 +26,8 @@ def _body(status: int, message: str, details: Any = None) -> dict[str, Any]:
 
 
 def http_error(request: Request, exc: HTTPException) -> Response[Any]:  # type: ignore[type-arg]
+    if exc.status_code >= 500:
+        return internal_error(request, exc)
     message = exc.detail
     details = exc.extra if isinstance(exc.extra, list) else None
     if isinstance(exc, ValidationException) and details:

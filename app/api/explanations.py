@@ -14,6 +14,7 @@ from app.answers.schemas import ExplanationRequest, ExplanationResponse
 from app.api.auth import provide_principal
 from app.api.request_log import request_state, stopwatch
 from app.data.tenants import Principal
+from app.inference.engine import Engine
 from app.settings import Settings
 
 
@@ -34,12 +35,15 @@ class ExplanationController(Controller):
         data: JSONBody[ExplanationRequest],
         principal: NamedDependency[Principal],
         db_engine: NamedDependency[AsyncEngine],
+        llm: NamedDependency[Engine | None],
         settings: NamedDependency[Settings],
     ) -> ExplanationResponse:
         if settings.log_questions:
             request_state(request.scope)["log_extra"] = {"question": data.question}
         return await explain(
             db_engine,
+            llm,
+            settings,
             principal,
             data,
             channel="api",

@@ -9,9 +9,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 # Text SQL with JSON passed as a string: the answer is already encoded once for the response.
 _INSERT = text("""
-INSERT INTO answers (id, tenant_id, account_id, statement_id, channel, question, locale, answer, source, timings)
-VALUES (:id, :tenant_id, :account_id, :statement_id, :channel, :question, :locale,
-        CAST(:answer AS jsonb), :source, CAST(:timings AS jsonb))
+INSERT INTO answers (id, tenant_id, account_id, statement_id, channel, question, locale, answer, source,
+                     intent, prompt_version, model, usage, fallback_reason, timings)
+VALUES (:id, :tenant_id, :account_id, :statement_id, :channel, :question, :locale, CAST(:answer AS jsonb),
+        :source, :intent, :prompt_version, :model, CAST(:usage AS jsonb), :fallback_reason, CAST(:timings AS jsonb))
 """)
 
 
@@ -27,6 +28,11 @@ async def record_answer(
     locale: str,
     answer_json: str,
     source: str,
+    intent: str,
+    prompt_version: str,
+    model: str | None,
+    usage_json: str | None,
+    fallback_reason: str | None,
     timings_json: str,
 ) -> None:
     await conn.execute(
@@ -41,6 +47,11 @@ async def record_answer(
             "locale": locale,
             "answer": answer_json,
             "source": source,
+            "intent": intent,
+            "prompt_version": prompt_version,
+            "model": model,
+            "usage": usage_json,
+            "fallback_reason": fallback_reason,
             "timings": timings_json,
         },
     )

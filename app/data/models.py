@@ -26,6 +26,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -71,6 +72,8 @@ class Tenant(Base):
     slug: Mapped[str] = mapped_column(String(64), unique=True)
     name: Mapped[str] = mapped_column(String(200))
     priority_class: Mapped[str] = mapped_column(String(16))
+    # Brand, tone and what the assistant may never do (app.domain.policy.TenantPolicy); {} = defaults.
+    policy: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
     created_at: Mapped[datetime] = _created_at()
 
 
@@ -187,5 +190,10 @@ class Answer(Base):
     locale: Mapped[str] = mapped_column(String(8))
     answer: Mapped[dict[str, Any]] = mapped_column(JSONB)
     source: Mapped[str] = mapped_column(String(16))
+    intent: Mapped[str] = mapped_column(String(16))
+    prompt_version: Mapped[str] = mapped_column(String(16))
+    model: Mapped[str | None] = mapped_column(String(200))  # set when the engine was asked
+    usage: Mapped[dict[str, int] | None] = mapped_column(JSONB)
+    fallback_reason: Mapped[str | None] = mapped_column(Text)  # why the model's answer was not served
     timings: Mapped[dict[str, float]] = mapped_column(JSONB)
     created_at: Mapped[datetime] = _created_at()

@@ -4,22 +4,25 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from typing import Any
 
 import msgspec
 from sqlalchemy import insert, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data.models import PRIORITY_CLASSES, ApiKey, Tenant
+from app.domain.policy import TenantPolicy
 
 KEY_PREFIX = "ba_"
 
 
 class Principal(msgspec.Struct, frozen=True):
-    """Who is calling: the tenant an API key belongs to."""
+    """Who is calling: the tenant an API key belongs to, with the policy its answers follow."""
 
     tenant_id: int
     tenant_slug: str
     priority_class: str
+    policy: TenantPolicy
 
 
 class TenantExists(ValueError):
@@ -30,13 +33,19 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-async def create_tenant(conn: AsyncConnection, slug: str, name: str, priority_class: str) -> int:
+async def create_tenant(
+    conn: AsyncConnection, slug: str, name: str, priority_class: str, policy: dict[str, Any] | None = None
+) -> int:
     if priority_class not in PRIORITY_CLASSES:
         raise ValueError(f"priority class must be one of {', '.join(PRIORITY_CLASSES)}")
     if await tenant_id(conn, slug) is not None:
         raise TenantExists(f"tenant {slug!r} already exists")
+    if policy:
+        msgspec.convert({"brand": name, **policy}, TenantPolicy)  # refuse an unknown or malformed key now
     result = await conn.execute(
-        insert(Tenant).values(slug=slug, name=name, priority_class=priority_class).returning(Tenant.id)
+        insert(Tenant)
+        .values(slug=slug, name=name, priority_class=priority_class, policy=policy or {})
+        .returning(Tenant.id)
     )
     return result.scalar_one()
 
@@ -53,7 +62,7 @@ async def issue_api_key(conn: AsyncConnection, tenant: int, label: str = "") -> 
 
 # Text SQL: on the hot path, building a Core select per call costs more than the query itself.
 _AUTHENTICATE = text("""
-SELECT t.id, t.slug, t.priority_class
+SELECT t.id, t.slug, t.priority_class, t.name, t.policy::text
 FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
 WHERE k.key_hash = :key_hash AND k.revoked_at IS NULL
 """)
@@ -63,4 +72,12 @@ async def authenticate(conn: AsyncConnection, key: str) -> Principal | None:
     if not key.startswith(KEY_PREFIX):
         return None
     row = (await conn.execute(_AUTHENTICATE, {"key_hash": hash_key(key)})).first()
-    return Principal(tenant_id=row[0], tenant_slug=row[1], priority_class=row[2]) if row else None
+    if row is None:
+        return None
+    policy = msgspec.json.decode(row[4], type=dict[str, Any])
+    return Principal(
+        tenant_id=row[0],
+        tenant_slug=row[1],
+        priority_class=row[2],
+        policy=msgspec.convert({"brand": row[3], **policy}, TenantPolicy),
+    )

@@ -36,6 +36,15 @@ class Payment(msgspec.Struct, frozen=True):
     outstanding: Decimal
 
 
+class Entry(msgspec.Struct, frozen=True):
+    """One transaction as a customer sees it on the statement."""
+
+    posted_on: date
+    kind: str
+    amount: Decimal
+    label: str
+
+
 class StatementFacts(msgspec.Struct, frozen=True):
     id: int
     period_start: date
@@ -56,6 +65,8 @@ class BillFacts(msgspec.Struct, frozen=True):
     difference: Decimal
     drivers: list[Driver]
     payment: Payment
+    entries: list[Entry]  # the statement's transactions, largest first
+    payments_received: list[Entry]  # payments after the statement closed, up to as_of, oldest first
 
 
 def period_lines(lines: Iterable[Line], start: date, end: date) -> list[Line]:
@@ -169,16 +180,12 @@ def compute_facts(history: AccountHistory, as_of: date) -> BillFacts:
         previous = _statement(previous_period, previous_opening, previous_lines)
     previous_balance = previous.new_balance if previous else cents(history.opening_balance)
 
-    paid = cents(
-        sum(
-            (
-                line.amount
-                for line in history.lines
-                if line.kind == "payment" and current.period_end < line.posted_on <= as_of
-            ),
-            ZERO,
-        )
-    )
+    received = [
+        _entry(line)
+        for line in history.lines
+        if line.kind == "payment" and current.period_end < line.posted_on <= as_of
+    ]
+    paid = cents(sum((e.amount for e in received), ZERO))
     status = payment_status(current.new_balance, current.minimum_due, current.due_date, paid, as_of)
     return BillFacts(
         account_ref=history.account_ref,
@@ -190,4 +197,11 @@ def compute_facts(history: AccountHistory, as_of: date) -> BillFacts:
         difference=current.new_balance - previous_balance,
         drivers=drivers(previous_opening, previous_lines, current.opening_balance, current_lines),
         payment=Payment(status=status, paid_amount=paid, outstanding=max(current.new_balance - paid, ZERO)),
+        entries=sorted((_entry(line) for line in current_lines), key=lambda e: (-abs(e.amount), e.posted_on)),
+        payments_received=received,
     )
+
+
+def _entry(line: Line) -> Entry:
+    label = _label(line.description, line.merchant) if line.kind == "fee" else _label(line.merchant, line.description)
+    return Entry(posted_on=line.posted_on, kind=line.kind, amount=cents(line.amount), label=label)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
@@ -46,6 +46,7 @@ class EngineError(RuntimeError):
         return cls(f"{engine}: {message}")
 
 
+@runtime_checkable
 class Engine(Protocol):
     name: str  # "embedded" | "sglang"
     model: str

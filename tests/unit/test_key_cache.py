@@ -8,8 +8,9 @@ import pytest
 
 from app.api.auth import KeyCache
 from app.data.tenants import Principal
+from app.domain.policy import TenantPolicy
 
-P = Principal(tenant_id=1, tenant_slug="bank", priority_class="standard")
+P = Principal(tenant_id=1, tenant_slug="bank", priority_class="standard", policy=TenantPolicy(brand="Bank"))
 
 
 def test_a_cached_key_expires_after_ttl(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,66 @@
+"""What the customer asks about, decided without a model call (English and Chinese keywords).
+
+Requests nobody here may serve (a credit limit, a loan) are recognised first; then specific
+intents are checked before the general one: "why was I charged interest?" is about fees
+and interest, not about an unknown charge; "why is my bill higher?" is a bill change.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Literal
+
+Intent = Literal["bill_change", "charge", "fees_interest", "payment", "out_of_scope"]
+INTENTS: tuple[Intent, ...] = ("bill_change", "charge", "fees_interest", "payment", "out_of_scope")
+
+_RULES: list[tuple[Intent, re.Pattern[str]]] = [
+    # Requests the assistant cannot serve, even when they mention the bill: a person must.
+    (
+        "out_of_scope",
+        re.compile(
+            r"\b(credit\s+limit|loans?|mortgage|password|pin|address|weather|invest(ment)?s?|stocks?|crypto)\b"
+            r"|贷款|密码|额度|地址|天气|投资|股票"
+        ),
+    ),
+    (
+        "payment",
+        re.compile(
+            r"\b(pay|paid|payment|payments|due|overdue|minimum|arrive[ds]?|received|repay)\b"
+            r"|还款|付款|到账|到期|逾期|最低|缴费|还了|还清|收到"
+        ),
+    ),
+    ("fees_interest", re.compile(r"\b(fees?|interest|apr|penalty|penalties)\b|(?<![消扣])费|利息|违约金|罚息")),
+    (
+        "charge",
+        re.compile(
+            r"\b(charges?|charged|transactions?|purchases?|merchant|debit|what is this|who is)\b"
+            r"|这笔|消费|扣款|交易|商户|扣费|是什么"
+        ),
+    ),
+    (
+        "bill_change",
+        re.compile(
+            r"\b(bill|statement|balance|higher|lower|more|less|increase[ds]?|decrease[ds]?|went up|went down"
+            r"|differen(t|ce)|change[ds]?|owe)\b|账单|多了|少了|增加|减少|变化|余额|上个月|这个月|本月|上月"
+        ),
+    ),
+]
+
+
+def classify(question: str, merchants: Iterable[str] = ()) -> Intent:
+    text = question.lower()
+    for intent, pattern in _RULES:
+        if intent == "charge" and any(m and m.lower() in text for m in merchants):
+            return "charge"
+        if pattern.search(text):
+            return intent
+    if any(m and m.lower() in text for m in merchants):
+        return "charge"
+    return "out_of_scope"
+
+
+def mentioned(question: str, labels: Iterable[str]) -> set[str]:
+    """The merchant or fee labels the question names."""
+    text = question.lower()
+    return {label for label in labels if len(label) >= 2 and label.lower() in text}

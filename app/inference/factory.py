@@ -1,0 +1,30 @@
+"""Builds the configured engine once per process (in the app's lifespan)."""
+
+from __future__ import annotations
+
+from app.inference.engine import Engine
+from app.settings import Settings
+
+
+def build_engine(settings: Settings) -> Engine | None:
+    if settings.engine == "off":
+        return None
+    if settings.engine == "sglang":
+        from app.inference.sglang import SGLangEngine
+
+        return SGLangEngine(
+            settings.sglang_url,
+            api_key=settings.sglang_api_key,
+            model=settings.sglang_model,
+            incremental=settings.sglang_incremental,
+            timeout_s=settings.engine_timeout_s + 5,
+        )
+    if settings.engine == "embedded":
+        from app.inference.embedded import EmbeddedEngine, default_model_path
+
+        return EmbeddedEngine(
+            settings.model_path or default_model_path(),
+            parallel=settings.engine_parallel,
+            threads=settings.engine_threads,
+        )
+    raise ValueError(f"ENGINE must be embedded, sglang or off, not {settings.engine!r}")
