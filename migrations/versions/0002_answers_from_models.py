@@ -20,7 +20,9 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     op.add_column(
         "tenants",
-        sa.Column("policy", postgresql.JSONB(astext_type=sa.Text()), server_default=sa.text("'{}'::jsonb"), nullable=False),
+        sa.Column(
+            "policy", postgresql.JSONB(astext_type=sa.Text()), server_default=sa.text("'{}'::jsonb"), nullable=False
+        ),
     )
     # Rows written before this revision were all deterministic bill-change answers.
     op.add_column("answers", sa.Column("intent", sa.String(length=16), nullable=False, server_default="bill_change"))

@@ -33,8 +33,9 @@ def test_default_demo_is_a_few_hundred_customers_in_both_languages() -> None:
         parse(msgspec.json.encode(d))  # valid import files
 
 
-async def test_every_seeded_account_explains_and_the_stories_show(make_tenant: Any, load: Any,
-                                                                   engine: AsyncEngine) -> None:  # fmt: skip
+async def test_every_seeded_account_explains_and_the_stories_show(
+    make_tenant: Any, load: Any, engine: AsyncEngine
+) -> None:
     tenant = await make_tenant()
     doc = demo.generate(demo.TENANTS[1], customers=40, seed=3)
     doc["tenant"] = tenant.slug

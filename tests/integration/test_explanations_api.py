@@ -57,8 +57,9 @@ async def test_explains_a_bill_change_with_exact_numbers(client: Any, bank: Any)
     assert {"auth", "db", "facts", "explain", "audit", "total"} <= body["timings_ms"].keys()
 
 
-async def test_amounts_are_decimal_strings_and_drivers_sum_to_the_difference(client: Any, make_tenant: Any,
-                                                                               load: Any) -> None:  # fmt: skip
+async def test_amounts_are_decimal_strings_and_drivers_sum_to_the_difference(
+    client: Any, make_tenant: Any, load: Any
+) -> None:
     tenant = await make_tenant()
     txs = [*GYM_STORY, tx("T-7", "2026-10-20", "fee", "3.10", description="Foreign transaction fee"),
            tx("T-8", "2026-10-21", "refund", "5.05", "FreshMart"), tx("T-9", "2026-10-31", "interest", "1.47"),
@@ -77,8 +78,9 @@ async def test_amounts_are_decimal_strings_and_drivers_sum_to_the_difference(cli
     assert amounts == sorted(amounts, reverse=True)
 
 
-async def test_answers_in_the_customers_language_unless_asked_otherwise(client: Any, make_tenant: Any,
-                                                                          load: Any) -> None:  # fmt: skip
+async def test_answers_in_the_customers_language_unless_asked_otherwise(
+    client: Any, make_tenant: Any, load: Any
+) -> None:
     tenant = await make_tenant()
     await load(document(tenant.slug, [customer(locale="zh-CN", accounts=[account(currency="CNY")])]))
     payload = {"account_ref": "A-1", "question": "为什么这个月账单多了12元？", "as_of": "2026-11-10"}
@@ -175,8 +177,9 @@ async def test_without_a_valid_key_the_answer_is_401(client: Any, bank: Any) -> 
         assert r.json()["error"] == "unauthorized"
 
 
-async def test_another_tenants_account_looks_exactly_like_a_missing_one(client: Any, bank: Any, make_tenant: Any,
-                                                                         load: Any) -> None:  # fmt: skip
+async def test_another_tenants_account_looks_exactly_like_a_missing_one(
+    client: Any, bank: Any, make_tenant: Any, load: Any
+) -> None:
     other = await make_tenant()
     await load(document(other.slug, [customer(accounts=[account(ref="A-OTHER")])]))
     theirs = await client.post(

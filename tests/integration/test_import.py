@@ -110,8 +110,9 @@ def test_not_json_is_rejected() -> None:
         parse(b"{customers: nope")
 
 
-async def test_a_conflict_found_while_writing_leaves_nothing_written(make_tenant: Any, load: Any,
-                                                                      engine: AsyncEngine) -> None:  # fmt: skip
+async def test_a_conflict_found_while_writing_leaves_nothing_written(
+    make_tenant: Any, load: Any, engine: AsyncEngine
+) -> None:
     tenant = await make_tenant()
     await load(document(tenant.slug))
     before = await snapshot(engine, tenant.id)

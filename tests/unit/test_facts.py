@@ -139,8 +139,9 @@ def test_drivers_sum_to_the_difference(opening: Decimal, previous: list[Line], c
 
 @settings(max_examples=200, deadline=None)
 @given(po=amounts, co=amounts, previous=lines_in(SEP), current=lines_in(OCT))
-def test_drivers_decompose_any_two_statements(po: Decimal, co: Decimal, previous: list[Line],
-                                              current: list[Line]) -> None:  # fmt: skip
+def test_drivers_decompose_any_two_statements(
+    po: Decimal, co: Decimal, previous: list[Line], current: list[Line]
+) -> None:
     result = drivers(po, previous, co, current)
     before = po + sum((signed(x.kind, x.amount) for x in previous), ZERO)
     after = co + sum((signed(x.kind, x.amount) for x in current), ZERO)
