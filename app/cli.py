@@ -8,7 +8,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import click
 import msgspec
@@ -17,7 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app import demo
 from app.data.database import create_engine, migrate, resolve_database_url
 from app.data.importer import ImportRejected, import_file, parse
-from app.data.tenants import TenantExists, create_tenant, issue_api_key, tenant_id
+from app.data.tenants import TenantExists, create_tenant, issue_api_key, set_policy, tenant_id
+from app.domain.policy import TenantPolicy
 from app.settings import get_settings
 
 T = TypeVar("T")
@@ -108,12 +109,31 @@ def tenants_issue_key(slug: str, label: str) -> None:
     click.echo(_in_transaction(work))
 
 
+@tenants.command("policy")
+@click.argument("slug")
+@click.option("--brand", help="The name the assistant speaks for (default: the tenant's name).")
+@click.option("--tone", help='How it speaks, e.g. "warm, clear and concise".')
+@click.option("--forbid", multiple=True, help="Something it must never do; repeat for each (replaces the list).")
+def tenants_policy(slug: str, brand: str | None, tone: str | None, forbid: tuple[str, ...]) -> None:
+    """Show or change what a tenant's assistant says and may not do (part of every prompt)."""
+    changes: dict[str, Any] = {"brand": brand, "tone": tone, "forbidden": list(forbid) or None}
+
+    async def work(conn: AsyncConnection) -> TenantPolicy:
+        return await set_policy(conn, slug, {k: v for k, v in changes.items() if v is not None})
+
+    try:
+        policy = _in_transaction(work)
+    except LookupError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(msgspec.json.format(msgspec.json.encode(policy)).decode())
+
+
 async def _seed(conn: AsyncConnection, seed: int, customers: int) -> dict[str, str]:
     """Create the demo tenants that are missing and import their data; return new keys by slug."""
     keys: dict[str, str] = {}
     for tenant in demo.TENANTS:
         if await tenant_id(conn, tenant.slug) is None:
-            new = await create_tenant(conn, tenant.slug, tenant.name, tenant.priority_class)
+            new = await create_tenant(conn, tenant.slug, tenant.name, tenant.priority_class, {"tone": tenant.tone})
             keys[tenant.slug] = await issue_api_key(conn, new, "demo")
         doc = parse(msgspec.json.encode(demo.generate(tenant, customers=customers, seed=seed)))
         report = await import_file(conn, doc)

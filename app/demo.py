@@ -28,11 +28,12 @@ class DemoTenant:
     currency: str
     zh_share: float  # share of customers who prefer Simplified Chinese
     scale: Decimal  # typical spend relative to a EUR card
+    tone: str
 
 
 TENANTS = (
-    DemoTenant("northbridge", "Northbridge Bank", "interactive", "EUR", 0.15, Decimal(1)),
-    DemoTenant("jade-river", "Jade River Bank", "standard", "CNY", 0.8, Decimal(7)),
+    DemoTenant("northbridge", "Northbridge Bank", "interactive", "EUR", 0.15, Decimal(1), "warm, clear and concise"),
+    DemoTenant("jade-river", "Jade River Bank", "standard", "CNY", 0.8, Decimal(7), "polite, formal and precise"),
 )
 
 _TEXT: dict[str, dict[str, Any]] = {

@@ -38,9 +38,7 @@ class ExplanationController(Controller):
         llm: NamedDependency[Engine | None],
         settings: NamedDependency[Settings],
     ) -> ExplanationResponse:
-        if settings.log_questions:
-            request_state(request.scope)["log_extra"] = {"question": data.question}
-        return await explain(
+        answer = await explain(
             db_engine,
             llm,
             settings,
@@ -50,3 +48,8 @@ class ExplanationController(Controller):
             today=date.today(),
             stopwatch=stopwatch(request.scope),
         )
+        extra: dict[str, str] = {"intent": answer.intent, "source": answer.source}
+        if settings.log_questions:
+            extra["question"] = data.question
+        request_state(request.scope)["log_extra"] = extra
+        return answer

@@ -11,6 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.data.database import autocommit
+from app.inference.engine import Engine
 
 
 @get("/health", sync_to_thread=False)
@@ -20,8 +21,12 @@ def health() -> dict[str, str]:
 
 
 @get("/ready")
-async def ready(db_engine: NamedDependency[AsyncEngine]) -> Response[dict[str, Any]]:
-    """The process can reach its database."""
+async def ready(
+    db_engine: NamedDependency[AsyncEngine], llm: NamedDependency[Engine | None]
+) -> Response[dict[str, Any]]:
+    """The process can reach its database and its engine. Without the engine it still answers
+    (deterministically), so that is reported but does not make the service unready."""
+    body: dict[str, Any] = {"status": "ready", "database": "ok"}
     try:
         async with autocommit(db_engine) as conn:
             await conn.execute(text("SELECT 1"))
@@ -31,4 +36,5 @@ async def ready(db_engine: NamedDependency[AsyncEngine]) -> Response[dict[str, A
             status_code=HTTP_503_SERVICE_UNAVAILABLE,
             headers={"Retry-After": "5"},
         )
-    return Response({"status": "ready", "database": "ok"})
+    body["engine"] = "off" if llm is None else ("ok" if await llm.health() else "unavailable")
+    return Response(body)

@@ -7,7 +7,7 @@ import secrets
 from typing import Any
 
 import msgspec
-from sqlalchemy import insert, select, text
+from sqlalchemy import insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data.models import PRIORITY_CLASSES, ApiKey, Tenant
@@ -48,6 +48,17 @@ async def create_tenant(
         .returning(Tenant.id)
     )
     return result.scalar_one()
+
+
+async def set_policy(conn: AsyncConnection, slug: str, changes: dict[str, Any]) -> TenantPolicy:
+    """Update some policy fields of a tenant; returns the policy its answers now follow."""
+    row = (await conn.execute(select(Tenant.name, Tenant.policy).where(Tenant.slug == slug))).first()
+    if row is None:
+        raise LookupError(f"unknown tenant {slug!r}")
+    policy = {**row.policy, **changes}
+    effective = msgspec.convert({"brand": row.name, **policy}, TenantPolicy)
+    await conn.execute(update(Tenant).where(Tenant.slug == slug).values(policy=policy))
+    return effective
 
 
 async def tenant_id(conn: AsyncConnection, slug: str) -> int | None:

@@ -73,3 +73,14 @@ def test_issue_key_for_an_unknown_tenant_fails(cli: Any) -> None:
     result = cli("tenants", "issue-key", "nobody")
     assert result.exit_code == 1
     assert "unknown tenant" in result.output
+
+
+def test_tenant_policy_is_shown_and_changed(cli: Any) -> None:
+    assert cli("tenants", "create", "policy-bank", "--name", "Policy Bank").exit_code == 0
+    shown = cli("tenants", "policy", "policy-bank")
+    assert json.loads(shown.output)["brand"] == "Policy Bank"
+    changed = cli("tenants", "policy", "policy-bank", "--tone", "formal", "--forbid", "discuss other banks")
+    policy = json.loads(changed.output)
+    assert (policy["brand"], policy["tone"], policy["forbidden"]) == ("Policy Bank", "formal", ["discuss other banks"])
+    assert json.loads(cli("tenants", "policy", "policy-bank").output)["tone"] == "formal"
+    assert cli("tenants", "policy", "nobody").exit_code == 1

@@ -116,6 +116,16 @@ async def test_anything_but_a_valid_answer_falls_back(
     assert f'bill_assistant_fallbacks_total{{reason="{reason}"}}' in metrics
 
 
+async def test_ready_reports_the_engine(llm_client: Any, client: Any, database_url: str) -> None:
+    assert (await llm_client.get("/ready")).json() == {"status": "ready", "database": "ok", "engine": "ok"}
+    assert (await client.get("/ready")).json()["engine"] == "off"
+    unreachable = Settings.from_env({"ENGINE": "sglang", "SGLANG_URL": "http://127.0.0.1:9"})
+    async with AsyncTestClient(app=create_app(unreachable, database_url)) as down:
+        ready = await down.get("/ready")
+    assert ready.status_code == 200  # deterministic answers still work
+    assert ready.json()["engine"] == "unavailable"
+
+
 async def test_out_of_scope_is_refused_without_asking_the_model(
     llm_client: Any, bank: Any, fake_sglang: RunningFake
 ) -> None:
