@@ -108,7 +108,7 @@ def render_prompt(
     text = _env.get_template(f"chat/{chat_template}.j2").render(system=system, user=user)
     return RenderedPrompt(
         text=text,
-        static_prefix=text[: text.index(FACTS_MARKER)],
+        static_prefix=text[: text.rindex(user)],  # the system prompt's example has a FACTS block too
         stop=CHAT_STOPS[chat_template],
         version=PROMPT_VERSION,
     )

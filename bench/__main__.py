@@ -1,3 +1,12 @@
-from bench.explain_load import main
+"""./scripts/dev bench [explain|prefix] [options]: see each module's docstring."""
 
-main()
+import sys
+
+from bench import explain_load, prefix_cache
+
+BENCHES = {"explain": explain_load.main, "prefix": prefix_cache.main}
+
+if len(sys.argv) > 1 and sys.argv[1] in BENCHES:
+    BENCHES[sys.argv[1]](sys.argv[2:])
+else:
+    explain_load.main(sys.argv[1:])

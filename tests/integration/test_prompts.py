@@ -64,8 +64,9 @@ async def test_prefix_is_identical_for_every_customer_of_a_tenant(
         prefix = prefixes.pop()
         assert all(p.text.startswith(prefix + FACTS_MARKER) for p in rendered)
         assert "Northbridge Bank" in prefix
-        for p in rendered:  # nothing dynamic before FACTS
-            assert p.text.index(FACTS_MARKER) == len(prefix)
+        assert prefix.endswith("<|im_end|>\n<|im_start|>user\n")  # the whole system message: policy, format, example
+        for p in rendered:  # nothing dynamic before the FACTS block of the user message
+            assert p.text.index("<|im_start|>user\nFACTS\n") == len(prefix) - len("<|im_start|>user\n")
 
         # With the engine's own tokenizer: the prefix tokenizes the same way inside every prompt,
         # so the engine's prefix cache can serve it.
