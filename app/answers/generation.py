@@ -6,6 +6,7 @@ import asyncio
 
 import msgspec
 
+from app.answers.schemas import Usage
 from app.inference.engine import Engine, EngineError, Finished, GenerationRequest, TextDelta
 from app.prompts import RenderedPrompt
 from app.timing import Stopwatch
@@ -21,12 +22,6 @@ ANSWER_SCHEMA = {
 
 class ModelAnswer(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     answer: str
-
-
-class Usage(msgspec.Struct, frozen=True):
-    prompt_tokens: int
-    cached_tokens: int
-    completion_tokens: int
 
 
 class Outcome(msgspec.Struct, frozen=True):

@@ -11,13 +11,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.answers.generation import ask_model
 from app.answers.schemas import (
-    DriverOut,
     ExplanationRequest,
     ExplanationResponse,
     PaymentOut,
     StatementOut,
     TotalsOut,
-    UsageOut,
+    Usage,
 )
 from app.data.audit import record_answer
 from app.data.database import autocommit
@@ -49,7 +48,7 @@ def _response(
     source: str,
     intent: Intent,
     model: str | None,
-    usage: UsageOut | None,
+    usage: Usage | None,
     timings: dict[str, float],
 ) -> ExplanationResponse:
     s = facts.statement
@@ -59,7 +58,7 @@ def _response(
         currency=facts.currency,
         statement=StatementOut(s.period_start, s.period_end, s.due_date, s.minimum_due),
         totals=TotalsOut(current=s.new_balance, previous=facts.previous_balance, difference=facts.difference),
-        drivers=[DriverOut(kind=d.kind, label=d.label, amount=d.amount) for d in facts.drivers],
+        drivers=facts.drivers,
         payment=PaymentOut(
             status=facts.payment.status,
             paid_amount=facts.payment.paid_amount,
@@ -137,7 +136,7 @@ async def explain(
             stopwatch=stopwatch,
         )
         model = llm.model
-        usage = UsageOut(**msgspec.structs.asdict(outcome.usage)) if outcome.usage else None
+        usage = outcome.usage
         reason = outcome.reason
         if outcome.text is not None:
             with stopwatch.stage("validate"):

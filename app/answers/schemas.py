@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from app.domain.facts import DriverKind, PaymentStatus
+from app.domain.facts import Driver, PaymentStatus
 from app.domain.intents import Intent
 
 Locale = Literal["en", "zh-CN"]
@@ -45,12 +45,6 @@ class TotalsOut(msgspec.Struct, frozen=True):
     difference: Decimal
 
 
-class DriverOut(msgspec.Struct, frozen=True):
-    kind: DriverKind
-    label: str | None
-    amount: Decimal
-
-
 class PaymentOut(msgspec.Struct, frozen=True):
     status: PaymentStatus
     paid_amount: Decimal
@@ -58,7 +52,7 @@ class PaymentOut(msgspec.Struct, frozen=True):
     as_of: date
 
 
-class UsageOut(msgspec.Struct, frozen=True):
+class Usage(msgspec.Struct, frozen=True):
     prompt_tokens: int
     cached_tokens: int
     completion_tokens: int
@@ -70,7 +64,7 @@ class ExplanationResponse(msgspec.Struct, frozen=True, omit_defaults=True):
     currency: str
     statement: StatementOut
     totals: TotalsOut
-    drivers: list[DriverOut]
+    drivers: list[Driver]
     payment: PaymentOut
     explanation: str
     locale: Locale
@@ -79,4 +73,4 @@ class ExplanationResponse(msgspec.Struct, frozen=True, omit_defaults=True):
     prompt_version: str
     timings_ms: dict[str, float]
     model: str | None = None  # present when the engine was asked
-    usage: UsageOut | None = None
+    usage: Usage | None = None
