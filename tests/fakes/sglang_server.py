@@ -6,6 +6,7 @@
   `data: {"error": {...}}`. `meta_info` carries id, finish_reason {type: stop|length|abort},
   prompt/completion/cached tokens, e2e_latency, queue_time, first_token_latency and, when
   speculative decoding is on, spec_accept_rate/spec_accept_length/spec_verify_ct.
+- `--api-key`: with one set, a request without `Authorization: Bearer <key>` gets 401.
 - Prefix cache: cached_tokens is the longest token prefix shared with an earlier prompt (a radix cache).
 - POST /abort_request {rid}: the stream ends with finish_reason abort. /health, /health_generate,
   /model_info, /server_info.
@@ -57,6 +58,7 @@ class FakeSGLang:
     default: Script = field(default_factory=Script)
     scripts: deque[Script] = field(default_factory=deque)
     speculative: bool = False
+    api_key: str | None = None  # like --api-key: every route then needs "Authorization: Bearer <key>"
     requests: list[dict[str, Any]] = field(default_factory=list)
     aborted: set[str] = field(default_factory=set)
     disconnected: set[str] = field(default_factory=set)
@@ -86,6 +88,9 @@ class FakeSGLang:
             body += message.get("body", b"")
             if not message.get("more_body"):
                 break
+        headers = dict(scope["headers"])
+        if self.api_key and headers.get(b"authorization") != f"Bearer {self.api_key}".encode():
+            return await _json(send, 401, {"error": {"message": "Unauthorized"}})
         if method == "GET" and path in ("/health", "/health_generate"):
             return await _json(send, 200, {})
         if method == "GET" and path in ("/model_info", "/server_info"):
@@ -211,6 +216,7 @@ class RunningFake:
         self.fake.scripts.clear()
         self.fake.default = Script()
         self.fake.speculative = False
+        self.fake.api_key = None
         self.fake.requests.clear()
         self.fake.aborted.clear()
         self.fake.disconnected.clear()

@@ -174,3 +174,16 @@ async def test_the_fake_refuses_what_sglang_refuses(fake_sglang: RunningFake) ->
     assert bad_key.status_code == 400
     assert "max_tokens" in bad_key.json()["error"]["message"]
     assert schema_object.status_code == 400
+
+
+async def test_sglang_api_key(fake_sglang: RunningFake) -> None:
+    fake_sglang.fake.api_key = "s3cret"
+    without = SGLangEngine(fake_sglang.url)
+    with pytest.raises(EngineError, match="401"):
+        await run(without, request("hi"))
+    assert await without.health() is False
+    await without.close()
+    with_key = SGLangEngine(fake_sglang.url, api_key="s3cret")
+    text, _ = await run(with_key, request("hi"))
+    assert text
+    await with_key.close()
