@@ -1,0 +1,36 @@
+"""Who goes first when the engine is busy: the effective priority of a request.
+
+A request's level comes from its channel — who is waiting for it — capped by its tenant's class:
+
+| channel  | who waits              | level | queue deadline |
+|----------|------------------------|-------|----------------|
+| widget   | a customer, on the page | 3     | 2 s            |
+| console  | a bank employee         | 2     | 5 s            |
+| api      | another system, live    | 1     | 15 s           |
+| batch    | nobody                  | 0     | 120 s          |
+
+| tenant class | highest level |
+|--------------|---------------|
+| interactive  | 3             |
+| standard     | 2             |
+| batch        | 1 (and its batch channel stays 0) |
+
+So a batch-class tenant never outranks a widget request of an interactive one, and batch work is
+always last. The level is also the SGLang `priority` (higher = more important), so the engine's own
+scheduler agrees with ours.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Channel = Literal["widget", "console", "api", "batch"]
+CHANNEL_LEVEL: dict[str, int] = {"widget": 3, "console": 2, "api": 1, "batch": 0}
+CLASS_CAP: dict[str, int] = {"interactive": 3, "standard": 2, "batch": 1}
+# How long a request may wait for the engine before it is refused (a person gives up; a job retries).
+QUEUE_DEADLINE_S: dict[str, float] = {"widget": 2.0, "console": 5.0, "api": 15.0, "batch": 120.0}
+LEVELS = (3, 2, 1, 0)
+
+
+def effective_level(priority_class: str, channel: str) -> int:
+    return min(CHANNEL_LEVEL[channel], CLASS_CAP[priority_class])

@@ -1,0 +1,248 @@
+"""Admission in front of the engine: who runs, who waits, who is refused.
+
+- A global in-flight cap sized to the engine's capacity.
+- Strict order between priority levels (app/domain/priority.py); within a level, weighted fair
+  sharing between tenants by stride scheduling: each admission advances the tenant's pass by
+  1/weight and the backlogged tenant with the smallest pass goes next, so a tenant sending 10x more
+  still gets only its weight's share.
+- A per-tenant concurrency cap and a per-tenant token-bucket rate limit (429 + Retry-After).
+- A queue deadline per request: refused at once (503 + Retry-After) when the estimated wait is
+  already longer, and dropped with 503 if it is reached while queued.
+- A caller that goes away while queued leaves the queue; one that goes away while running frees its
+  slot. Every request ends as exactly one of: served, shed, cancelled.
+- Shutdown refuses new work and waits for what runs.
+
+Pure asyncio, no I/O: the app and the benchmarks drive it; metrics are reported through hooks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import defaultdict, deque
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+from app.domain.priority import LEVELS
+
+
+class Shed(Exception):
+    """The request was refused; status 429 (this tenant's rate) or 503 (overload, shutdown)."""
+
+    def __init__(self, status: int, reason: str, retry_after_s: float, message: str) -> None:
+        super().__init__(message)
+        self.status, self.reason, self.retry_after_s = status, reason, retry_after_s
+
+
+@dataclass(frozen=True)
+class TenantLimits:
+    weight: int = 1
+    max_concurrency: int = 8
+    rate_per_s: float = 20.0  # sustained admissions per second; bursts up to the same number
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    updated: float
+
+    def take(self, now: float, rate: float) -> float:
+        """Take a token; return 0, or the seconds until one is available."""
+        self.tokens = min(max(rate, 1.0), self.tokens + (now - self.updated) * rate)
+        self.updated = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return 0.0
+        return (1 - self.tokens) / rate
+
+
+@dataclass
+class _Ticket:
+    tenant: str
+    level: int
+    limits: TenantLimits
+    enqueued: float
+    granted: asyncio.Future[None]
+
+
+@dataclass
+class Admission:
+    tenant: str
+    level: int
+    wait_s: float
+
+
+@dataclass
+class Hooks:
+    """Where the scheduler reports what happens (the app wires Prometheus here)."""
+
+    admitted: Callable[[str, int, float], None] = lambda tenant, level, wait_s: None
+    shed: Callable[[str, int, str], None] = lambda tenant, level, reason: None
+    cancelled: Callable[[str, int, str], None] = lambda tenant, level, where: None
+    depth: Callable[[str, int, int], None] = lambda tenant, level, depth: None
+
+
+@dataclass
+class Scheduler:
+    capacity: int
+    clock: Callable[[], float] = time.monotonic
+    service_time_s: float = 1.0  # running estimate (EWMA) of how long an admitted request holds its slot
+    hooks: Hooks = field(default_factory=Hooks)
+
+    def __post_init__(self) -> None:
+        self.in_flight = 0
+        self._running: dict[str, int] = defaultdict(int)
+        self._queues: dict[int, dict[str, deque[_Ticket]]] = {level: {} for level in LEVELS}
+        self._pass: dict[tuple[int, str], float] = defaultdict(float)
+        self._vtime: dict[int, float] = defaultdict(float)
+        self._buckets: dict[str, _Bucket] = {}
+        self._closing = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    # --- public ------------------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def admit(self, tenant: str, limits: TenantLimits, level: int, deadline_s: float) -> AsyncIterator[Admission]:
+        enqueued = self.clock()
+        self._check_rate(tenant, limits, level, enqueued)
+        if self._closing:
+            self._shed(tenant, level, 503, "shutting_down", 5, "the service is shutting down; retry shortly")
+        if self._can_run_now(tenant, level, limits):
+            self._start(tenant)
+        else:
+            wait = self.estimated_wait_s(level)
+            if wait > deadline_s:
+                self._shed(tenant, level, 503, "overloaded", wait, f"the engine is busy: about {wait:.1f} s to wait")
+            await self._wait_in_queue(tenant, level, limits, enqueued, deadline_s)
+        waited = self.clock() - enqueued
+        self.hooks.admitted(tenant, level, waited)
+        started = self.clock()
+        completed = False
+        try:
+            yield Admission(tenant, level, waited)
+            completed = True
+        finally:
+            if not completed:
+                self.hooks.cancelled(tenant, level, "running")
+            self._finish(tenant, self.clock() - started)
+
+    def estimated_wait_s(self, level: int) -> float:
+        """How long a new request at `level` would wait: work ahead of it over the capacity."""
+        ahead = sum(len(q) for lvl in LEVELS if lvl >= level for q in self._queues[lvl].values())
+        busy = self.in_flight - self.capacity + 1
+        return max(0, ahead + busy) * self.service_time_s / self.capacity
+
+    def queued(self, level: int | None = None) -> int:
+        levels = LEVELS if level is None else (level,)
+        return sum(len(q) for lvl in levels for q in self._queues[lvl].values())
+
+    async def shutdown(self, timeout_s: float = 30.0) -> None:
+        """Refuse new and queued work; wait (up to timeout_s) for admitted work to finish."""
+        self._closing = True
+        for level in LEVELS:
+            for tenant, queue in self._queues[level].items():
+                for ticket in queue:
+                    self.hooks.shed(tenant, level, "shutting_down")
+                    ticket.granted.set_exception(Shed(503, "shutting_down", 5, "the service is shutting down"))
+            self._queues[level].clear()
+        await asyncio.wait_for(self._idle.wait(), timeout_s)
+
+    # --- internals ---------------------------------------------------------------------------------
+
+    def _shed(self, tenant: str, level: int, status: int, reason: str, retry_after: float, message: str) -> None:
+        self.hooks.shed(tenant, level, reason)
+        raise Shed(status, reason, max(1.0, math.ceil(retry_after)), message)
+
+    def _check_rate(self, tenant: str, limits: TenantLimits, level: int, now: float) -> None:
+        bucket = self._buckets.setdefault(tenant, _Bucket(tokens=max(limits.rate_per_s, 1.0), updated=now))
+        wait = bucket.take(now, limits.rate_per_s)
+        if wait > 0:
+            self._shed(
+                tenant, level, 429, "rate_limited", wait, f"over {limits.rate_per_s:g} requests/s for this tenant"
+            )
+
+    def _can_run_now(self, tenant: str, level: int, limits: TenantLimits) -> bool:
+        if self.in_flight >= self.capacity or self._running[tenant] >= limits.max_concurrency:
+            return False
+        # Do not overtake anyone waiting at this level or above.
+        return not any(self._queues[lvl] for lvl in LEVELS if lvl >= level)
+
+    async def _wait_in_queue(
+        self, tenant: str, level: int, limits: TenantLimits, enqueued: float, deadline_s: float
+    ) -> None:
+        ticket = _Ticket(tenant, level, limits, enqueued, asyncio.get_running_loop().create_future())
+        queues = self._queues[level]
+        if tenant not in queues:
+            queues[tenant] = deque()
+            # A tenant that was idle starts at the level's current virtual time: no saved-up credit.
+            self._pass[(level, tenant)] = max(self._pass[(level, tenant)], self._vtime[level])
+        queues[tenant].append(ticket)
+        self.hooks.depth(tenant, level, len(queues[tenant]))
+        self._dispatch()  # a slot may be free for this tenant while others wait only for their caps
+        try:
+            await asyncio.wait_for(asyncio.shield(ticket.granted), deadline_s)
+        except TimeoutError:
+            if not self._withdraw(ticket):  # granted in the same instant: keep it
+                return
+            self._shed(tenant, level, 503, "deadline", self.estimated_wait_s(level),
+                       f"waited {deadline_s:g} s for the engine; try again shortly")  # fmt: skip
+        except asyncio.CancelledError:
+            if not self._withdraw(ticket):  # the slot was already given to us: hand it on
+                self._finish(tenant, None)
+            self.hooks.cancelled(tenant, level, "queued")
+            raise
+
+    def _withdraw(self, ticket: _Ticket) -> bool:
+        """Take a ticket out of its queue; False if it was already granted."""
+        if ticket.granted.done():
+            return ticket.granted.exception() is not None
+        queue = self._queues[ticket.level].get(ticket.tenant)
+        if queue is not None and ticket in queue:
+            queue.remove(ticket)
+            if not queue:
+                del self._queues[ticket.level][ticket.tenant]
+            self.hooks.depth(ticket.tenant, ticket.level, len(queue))
+        ticket.granted.cancel()
+        return True
+
+    def _start(self, tenant: str) -> None:
+        self.in_flight += 1
+        self._running[tenant] += 1
+        self._idle.clear()
+
+    def _finish(self, tenant: str, held_s: float | None) -> None:
+        self.in_flight -= 1
+        self._running[tenant] -= 1
+        if held_s is not None:
+            self.service_time_s = 0.8 * self.service_time_s + 0.2 * held_s
+        self._dispatch()
+        if self.in_flight == 0:
+            self._idle.set()
+
+    def _dispatch(self) -> None:
+        while self.in_flight < self.capacity:
+            ticket = self._next()
+            if ticket is None:
+                return
+            self._start(ticket.tenant)
+            ticket.granted.set_result(None)
+
+    def _next(self) -> _Ticket | None:
+        for level in LEVELS:
+            queues = self._queues[level]
+            eligible = [t for t, q in queues.items() if self._running[t] < q[0].limits.max_concurrency]
+            if not eligible:
+                continue
+            tenant = min(eligible, key=lambda t: (self._pass[(level, t)], queues[t][0].enqueued))
+            queue = queues[tenant]
+            ticket = queue.popleft()
+            if not queue:
+                del queues[tenant]
+            self._vtime[level] = self._pass[(level, tenant)]
+            self._pass[(level, tenant)] += 1 / ticket.limits.weight
+            self.hooks.depth(tenant, level, len(queue))
+            return ticket
+        return None
