@@ -42,7 +42,7 @@ class FakeEngine:
 
 
 async def until(condition: Callable[[], bool]) -> None:
-    while not condition():
+    while not condition():  # noqa: ASYNC110 - polls the scheduler's state, which has no event to wait on
         await asyncio.sleep(0.001)
 
 
@@ -77,11 +77,13 @@ async def test_strict_priority_between_levels() -> None:
 async def test_weighted_fair_sharing_within_a_level(weights: tuple[int, int], sent: tuple[int, int]) -> None:
     scheduler = Scheduler(capacity=4, service_time_s=0.001)  # the estimate matches the fake engine
     engine = FakeEngine(scheduler, service_s=0.001)
-    limits = {name: TenantLimits(weight=w, max_concurrency=100, rate_per_s=1e6) for name, w in zip("ab", weights)}
+    limits = {
+        name: TenantLimits(weight=w, max_concurrency=100, rate_per_s=1e6) for name, w in zip("ab", weights, strict=True)
+    }
     release, holder = await hold(scheduler)  # everyone queues before the first decision
     tasks = [
         asyncio.create_task(engine.request(name, limits=limits[name]))
-        for name, count in zip("ab", sent)
+        for name, count in zip("ab", sent, strict=True)
         for _ in range(count)
     ]
     await until(lambda: scheduler.queued() == sum(sent))
@@ -130,7 +132,7 @@ async def test_every_request_ends_as_exactly_one_outcome() -> None:
     outcomes = Counter(r.split(":")[0] for r in await asyncio.gather(*tasks, return_exceptions=False))
     assert sum(outcomes.values()) == 300
     assert set(outcomes) <= {"served", "shed", "cancelled"}
-    assert outcomes["served"] > 0 and outcomes["shed"] > 0 and outcomes["cancelled"] > 0
+    assert min(outcomes["served"], outcomes["shed"], outcomes["cancelled"]) > 0
     assert (scheduler.in_flight, scheduler.queued()) == (0, 0)
     assert counts["shed"] == outcomes["shed"]
     # Every cancellation is seen, queued or running; a request cancelled after it finished is served.
