@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -12,6 +13,13 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 def _flag(value: str | None) -> bool:
     return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _default_capacity(e: Mapping[str, str]) -> int:
+    engine = e.get("ENGINE", "embedded").lower()
+    if engine == "embedded":
+        return int(e.get("ENGINE_PARALLEL", "2"))
+    return 32 if engine == "sglang" else 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +52,14 @@ class Settings:
     # A model answer that takes longer is abandoned (and aborted) for the deterministic one.
     engine_timeout_s: float
     engine_max_tokens: int
+    # Requests admitted to the engine at once (the admission scheduler's global cap). Default: the
+    # embedded engine's slots; for SGLang about its --max-running-requests; unlimited with no engine.
+    engine_capacity: int
+    # On shutdown, how long in-flight requests may take to finish.
+    drain_timeout_s: float
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> Settings:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         e = os.environ if env is None else env
         return cls(
             database_url=e.get("DATABASE_URL") or None,
@@ -67,6 +80,8 @@ class Settings:
             chat_template=e.get("CHAT_TEMPLATE", "chatml"),
             engine_timeout_s=float(e.get("ENGINE_TIMEOUT_S", "20")),
             engine_max_tokens=int(e.get("ENGINE_MAX_TOKENS", "160")),
+            engine_capacity=int(e.get("ENGINE_CAPACITY") or _default_capacity(e)),
+            drain_timeout_s=float(e.get("DRAIN_TIMEOUT_S", "30")),
         )
 
 

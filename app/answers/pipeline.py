@@ -24,15 +24,14 @@ from app.data.history import load_history
 from app.data.tenants import Principal
 from app.domain.facts import BillFacts, compute_facts
 from app.domain.intents import Intent, classify, mentioned
+from app.domain.priority import QUEUE_DEADLINE_S, effective_level
 from app.domain.validation import validate
 from app.inference.engine import Engine
+from app.inference.scheduler import Scheduler
 from app.metrics import ANSWERS, FALLBACKS
 from app.prompts import PROMPT_VERSION, render_fallback, render_prompt
 from app.settings import Settings
 from app.timing import Stopwatch
-
-# Passed to the engine (SGLang: higher = more important) until admission scheduling refines it.
-ENGINE_PRIORITY = {"interactive": 2, "standard": 1, "batch": 0}
 
 
 class NotFound(LookupError):
@@ -79,11 +78,30 @@ def _response(
 async def explain(
     db: AsyncEngine,
     llm: Engine | None,
+    scheduler: Scheduler,
     settings: Settings,
     principal: Principal,
     request: ExplanationRequest,
     *,
     channel: str,
+    today: date,
+    stopwatch: Stopwatch,
+) -> ExplanationResponse:
+    """Admission first (rate limit, priority, fairness, deadline), then the answer."""
+    level = effective_level(principal.priority_class, channel)
+    async with scheduler.admit(principal.tenant_slug, principal.limits, level, QUEUE_DEADLINE_S[channel]) as ticket:
+        stopwatch.stages["admission"] = ticket.wait_s * 1000
+        return await _answer(db, llm, settings, principal, request, channel, level, today, stopwatch)
+
+
+async def _answer(
+    db: AsyncEngine,
+    llm: Engine | None,
+    settings: Settings,
+    principal: Principal,
+    request: ExplanationRequest,
+    channel: str,
+    level: int,
     today: date,
     stopwatch: Stopwatch,
 ) -> ExplanationResponse:
@@ -130,7 +148,7 @@ async def explain(
             llm,
             prompt,
             request_id=answer_id.hex,
-            priority=ENGINE_PRIORITY.get(principal.priority_class, 0),
+            priority=level,
             max_tokens=settings.engine_max_tokens,
             timeout_s=settings.engine_timeout_s,
             stopwatch=stopwatch,

@@ -24,6 +24,8 @@ class ExplanationRequest(msgspec.Struct, forbid_unknown_fields=True, frozen=True
     statement_period_end: date | None = None
     as_of: date | None = None
     locale: Locale | None = None
+    # Who waits for the answer: a live integration (api) or a job (batch, last in line).
+    channel: Literal["api", "batch"] = "api"
 
     def __post_init__(self) -> None:
         if _CONTROL.search(self.question):

@@ -26,6 +26,8 @@ from app.api.request_log import RequestLogMiddleware
 from app.data.database import asyncpg_url
 from app.inference.engine import Engine
 from app.inference.factory import build_engine
+from app.inference.scheduler import Scheduler
+from app.metrics import scheduler_hooks
 from app.prompts import load_templates
 from app.settings import Settings
 
@@ -33,6 +35,11 @@ from app.settings import Settings
 def _provide_llm(state: State) -> Engine | None:
     llm: Engine | None = state.llm
     return llm
+
+
+def _provide_scheduler(state: State) -> Scheduler:
+    scheduler: Scheduler = state.scheduler
+    return scheduler
 
 
 def _json_bytes(event: dict[str, Any], **_: Any) -> bytes:
@@ -65,12 +72,18 @@ def _structlog(settings: Settings) -> StructlogPlugin:
 
 @asynccontextmanager
 async def _engine_lifespan(app: Litestar) -> AsyncIterator[None]:
-    """The LLM engine lives as long as the app: built once (a model load), closed on shutdown."""
+    """The engine and its admission scheduler live as long as the app: built once (a model load);
+    on shutdown new work is refused, running work drains, then the engine closes."""
     settings: Settings = app.state.settings
     app.state.llm = build_engine(settings)
+    app.state.scheduler = Scheduler(capacity=settings.engine_capacity, hooks=scheduler_hooks())
     try:
         yield
     finally:
+        try:
+            await app.state.scheduler.shutdown(settings.drain_timeout_s)
+        except TimeoutError:
+            structlog.get_logger("bill_assistant").warning("shutdown: in-flight requests did not finish in time")
         if app.state.llm is not None:
             await app.state.llm.close()
 
@@ -93,6 +106,7 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
             "settings": Provide(lambda: settings, use_cache=True, sync_to_thread=False),
             "key_cache": Provide(lambda: key_cache, use_cache=True, sync_to_thread=False),
             "llm": Provide(_provide_llm, sync_to_thread=False),
+            "scheduler": Provide(_provide_scheduler, sync_to_thread=False),
         },
         state=State({"settings": settings}),
         lifespan=[_engine_lifespan],

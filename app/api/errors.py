@@ -10,12 +10,14 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.status_codes import HTTP_404_NOT_FOUND, HTTP_500_INTERNAL_SERVER_ERROR
 
 from app.answers.pipeline import NotFound
+from app.api.disconnect import ClientGone
+from app.inference.scheduler import Shed
 
 log = structlog.get_logger("bill_assistant.errors")
 
 _NAMES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
           413: "too_large", 415: "unsupported_media_type", 422: "unprocessable", 429: "rate_limited",
-          500: "internal_error", 503: "unavailable"}  # fmt: skip
+          499: "client_closed_request", 500: "internal_error", 503: "unavailable"}  # fmt: skip
 
 
 def _body(status: int, message: str, details: Any = None) -> dict[str, Any]:
@@ -39,6 +41,18 @@ def http_error(request: Request, exc: HTTPException) -> Response[Any]:  # type: 
     return Response(_body(exc.status_code, message, details), status_code=exc.status_code, headers=exc.headers)
 
 
+def shed(request: Request, exc: Shed) -> Response[Any]:  # type: ignore[type-arg]
+    """429 (this tenant's rate) or 503 (overloaded, shutting down), always with Retry-After."""
+    retry = int(exc.retry_after_s)
+    body = _body(exc.status, str(exc)) | {"error": exc.reason, "retry_after_s": retry}
+    return Response(body, status_code=exc.status, headers={"Retry-After": str(retry)})
+
+
+def client_gone(request: Request, exc: ClientGone) -> Response[Any]:  # type: ignore[type-arg]
+    # Nobody reads this; the status (nginx's "client closed request") is for the request log.
+    return Response(_body(499, "the client closed the connection"), status_code=499)
+
+
 def not_found(request: Request, exc: NotFound) -> Response[Any]:  # type: ignore[type-arg]
     return Response(_body(HTTP_404_NOT_FOUND, str(exc)), status_code=HTTP_404_NOT_FOUND)
 
@@ -51,4 +65,10 @@ def internal_error(request: Request, exc: Exception) -> Response[Any]:  # type: 
     )
 
 
-EXCEPTION_HANDLERS = {HTTPException: http_error, NotFound: not_found, Exception: internal_error}
+EXCEPTION_HANDLERS = {
+    HTTPException: http_error,
+    NotFound: not_found,
+    Shed: shed,
+    ClientGone: client_gone,
+    Exception: internal_error,
+}

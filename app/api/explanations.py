@@ -12,9 +12,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.answers.pipeline import explain
 from app.answers.schemas import ExplanationRequest, ExplanationResponse
 from app.api.auth import provide_principal
+from app.api.disconnect import until_disconnect
 from app.api.request_log import request_state, stopwatch
 from app.data.tenants import Principal
 from app.inference.engine import Engine
+from app.inference.scheduler import Scheduler
 from app.settings import Settings
 
 
@@ -36,17 +38,22 @@ class ExplanationController(Controller):
         principal: NamedDependency[Principal],
         db_engine: NamedDependency[AsyncEngine],
         llm: NamedDependency[Engine | None],
+        scheduler: NamedDependency[Scheduler],
         settings: NamedDependency[Settings],
     ) -> ExplanationResponse:
-        answer = await explain(
-            db_engine,
-            llm,
-            settings,
-            principal,
-            data,
-            channel="api",
-            today=date.today(),
-            stopwatch=stopwatch(request.scope),
+        answer = await until_disconnect(
+            request,
+            explain(
+                db_engine,
+                llm,
+                scheduler,
+                settings,
+                principal,
+                data,
+                channel=data.channel,
+                today=date.today(),
+                stopwatch=stopwatch(request.scope),
+            ),
         )
         extra: dict[str, str] = {"intent": answer.intent, "source": answer.source}
         if settings.log_questions:

@@ -16,6 +16,7 @@ from sqlalchemy import (
     CheckConstraint,
     Date,
     DateTime,
+    Float,
     ForeignKey,
     ForeignKeyConstraint,
     Identity,
@@ -66,12 +67,22 @@ def _created_at() -> Mapped[datetime]:
 
 class Tenant(Base):
     __tablename__ = "tenants"
-    __table_args__ = (CheckConstraint(_in("priority_class", PRIORITY_CLASSES), name="priority_class"),)
+    __table_args__ = (
+        CheckConstraint(_in("priority_class", PRIORITY_CLASSES), name="priority_class"),
+        CheckConstraint("weight > 0", name="weight"),
+        CheckConstraint("max_concurrency > 0", name="max_concurrency"),
+        CheckConstraint("rate_limit_per_s > 0", name="rate_limit"),
+    )
 
     id: Mapped[int] = _id()
     slug: Mapped[str] = mapped_column(String(64), unique=True)
     name: Mapped[str] = mapped_column(String(200))
     priority_class: Mapped[str] = mapped_column(String(16))
+    # Admission (app/inference/scheduler.py): share within a priority level, requests in the engine at
+    # once, and sustained requests per second (bursts up to the same number).
+    weight: Mapped[int] = mapped_column(server_default=text("1"))
+    max_concurrency: Mapped[int] = mapped_column(server_default=text("8"))
+    rate_limit_per_s: Mapped[float] = mapped_column(Float, server_default=text("20"))
     # Brand, tone and what the assistant may never do (app.domain.policy.TenantPolicy); {} = defaults.
     policy: Mapped[dict[str, Any]] = mapped_column(JSONB, server_default=text("'{}'::jsonb"))
     created_at: Mapped[datetime] = _created_at()

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data.models import PRIORITY_CLASSES, ApiKey, Tenant
 from app.domain.policy import TenantPolicy
+from app.domain.priority import TenantLimits
 
 KEY_PREFIX = "ba_"
 
@@ -23,6 +24,7 @@ class Principal(msgspec.Struct, frozen=True):
     tenant_slug: str
     priority_class: str
     policy: TenantPolicy
+    limits: TenantLimits
 
 
 class TenantExists(ValueError):
@@ -50,6 +52,21 @@ async def create_tenant(
     return result.scalar_one()
 
 
+LIMIT_COLUMNS = ("priority_class", "weight", "max_concurrency", "rate_limit_per_s")
+
+
+async def set_limits(conn: AsyncConnection, slug: str, changes: dict[str, Any]) -> dict[str, Any]:
+    """Change a tenant's priority class and admission limits; returns them all."""
+    if unknown := set(changes) - set(LIMIT_COLUMNS):
+        raise ValueError(f"unknown limits: {sorted(unknown)}")
+    columns = [getattr(Tenant, c) for c in LIMIT_COLUMNS]
+    statement = update(Tenant).where(Tenant.slug == slug).values(**changes).returning(*columns)
+    row = (await conn.execute(statement if changes else select(*columns).where(Tenant.slug == slug))).first()
+    if row is None:
+        raise LookupError(f"unknown tenant {slug!r}")
+    return dict(zip(LIMIT_COLUMNS, row, strict=True))
+
+
 async def set_policy(conn: AsyncConnection, slug: str, changes: dict[str, Any]) -> TenantPolicy:
     """Update some policy fields of a tenant; returns the policy its answers now follow."""
     row = (await conn.execute(select(Tenant.name, Tenant.policy).where(Tenant.slug == slug))).first()
@@ -73,7 +90,7 @@ async def issue_api_key(conn: AsyncConnection, tenant: int, label: str = "") -> 
 
 # Text SQL: on the hot path, building a Core select per call costs more than the query itself.
 _AUTHENTICATE = text("""
-SELECT t.id, t.slug, t.priority_class, t.name, t.policy::text
+SELECT t.id, t.slug, t.priority_class, t.name, t.policy::text, t.weight, t.max_concurrency, t.rate_limit_per_s
 FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
 WHERE k.key_hash = :key_hash AND k.revoked_at IS NULL
 """)
@@ -91,4 +108,5 @@ async def authenticate(conn: AsyncConnection, key: str) -> Principal | None:
         tenant_slug=row[1],
         priority_class=row[2],
         policy=msgspec.convert({"brand": row[3], **policy}, TenantPolicy),
+        limits=TenantLimits(weight=row[5], max_concurrency=row[6], rate_per_s=row[7]),
     )

@@ -22,6 +22,7 @@ scheduler agrees with ours.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 Channel = Literal["widget", "console", "api", "batch"]
@@ -34,3 +35,10 @@ LEVELS = (3, 2, 1, 0)
 
 def effective_level(priority_class: str, channel: str) -> int:
     return min(CHANNEL_LEVEL[channel], CLASS_CAP[priority_class])
+
+
+@dataclass(frozen=True)
+class TenantLimits:
+    weight: int = 1  # share of the engine within a level, relative to the other tenants there
+    max_concurrency: int = 8  # requests of this tenant in the engine at once
+    rate_per_s: float = 20.0  # sustained admissions per second; bursts up to the same number

@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-from app.domain.priority import LEVELS
+from app.domain.priority import LEVELS, TenantLimits
 
 
 class Shed(Exception):
@@ -34,13 +34,6 @@ class Shed(Exception):
     def __init__(self, status: int, reason: str, retry_after_s: float, message: str) -> None:
         super().__init__(message)
         self.status, self.reason, self.retry_after_s = status, reason, retry_after_s
-
-
-@dataclass(frozen=True)
-class TenantLimits:
-    weight: int = 1
-    max_concurrency: int = 8
-    rate_per_s: float = 20.0  # sustained admissions per second; bursts up to the same number
 
 
 @dataclass

@@ -74,7 +74,7 @@ async def test_a_valid_model_answer_is_served(
     assert body["totals"] == {"current": "124.99", "previous": "112.99", "difference": "12.00"}
     assert {"prompt", "engine", "ttft", "decode", "validate"} <= body["timings_ms"].keys()
     sent = fake_sglang.fake.requests[-1]
-    assert sent["priority"] == 2  # an interactive tenant
+    assert sent["priority"] == 1  # the api channel (level 1), allowed by an interactive tenant
     assert json.loads(sent["sampling_params"]["json_schema"])["additionalProperties"] is False
     assert sent["sampling_params"]["stop"] == ["<|im_end|>"]
     source, intent, version, model, usage, reason = await audit(engine, body["answer_id"])

@@ -9,8 +9,11 @@ import pytest
 from app.api.auth import KeyCache
 from app.data.tenants import Principal
 from app.domain.policy import TenantPolicy
+from app.domain.priority import TenantLimits
 
-P = Principal(tenant_id=1, tenant_slug="bank", priority_class="standard", policy=TenantPolicy(brand="Bank"))
+P = Principal(
+    tenant_id=1, tenant_slug="bank", priority_class="standard", policy=TenantPolicy(brand="Bank"), limits=TenantLimits()
+)
 
 
 def test_a_cached_key_expires_after_ttl(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 import pytest
 
-from app.inference.scheduler import Hooks, Scheduler, Shed, TenantLimits
+from app.domain.priority import TenantLimits
+from app.inference.scheduler import Hooks, Scheduler, Shed
 
 FAST = TenantLimits(weight=1, max_concurrency=100, rate_per_s=1e6)
 
