@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app import demo
 from app.data.database import create_engine, migrate, resolve_database_url
 from app.data.importer import ImportRejected, import_file, parse
-from app.data.tenants import TenantExists, create_tenant, issue_api_key, set_policy, tenant_id
+from app.data.tenants import TenantExists, create_tenant, issue_api_key, set_limits, set_policy, tenant_id
 from app.domain.policy import TenantPolicy
 from app.settings import get_settings
 
@@ -92,6 +92,29 @@ def tenants_create(slug: str, name: str, priority_class: str) -> None:
         raise click.ClickException(str(exc)) from None
     click.echo(f"created tenant {slug} ({priority_class}); its API key, shown only now:")
     click.echo(key)
+
+
+@tenants.command("set")
+@click.argument("slug")
+@click.option("--priority-class", type=click.Choice(["interactive", "standard", "batch"]))
+@click.option("--weight", type=click.IntRange(min=1), help="Share of the engine within a priority level.")
+@click.option("--max-concurrency", type=click.IntRange(min=1), help="Requests in the engine at once.")
+@click.option("--rate-limit", type=click.FloatRange(min=0.01), help="Sustained requests per second.")
+def tenants_set(
+    slug: str, priority_class: str | None, weight: int | None, max_concurrency: int | None, rate_limit: float | None
+) -> None:
+    """Show or change a tenant's priority class and admission limits (live within API_KEY_CACHE_TTL)."""
+    changes = {"priority_class": priority_class, "weight": weight, "max_concurrency": max_concurrency,
+               "rate_limit_per_s": rate_limit}  # fmt: skip
+
+    async def work(conn: AsyncConnection) -> dict[str, Any]:
+        return await set_limits(conn, slug, {k: v for k, v in changes.items() if v is not None})
+
+    try:
+        limits = _in_transaction(work)
+    except LookupError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(msgspec.json.encode(limits).decode())
 
 
 @tenants.command("issue-key")

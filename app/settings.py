@@ -57,6 +57,8 @@ class Settings:
     engine_capacity: int
     # On shutdown, how long in-flight requests may take to finish.
     drain_timeout_s: float
+    # Multiplies every channel's queue deadline (app/domain/priority.py): above 1 on a slow CPU engine.
+    queue_deadline_scale: float
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -82,6 +84,7 @@ class Settings:
             engine_max_tokens=int(e.get("ENGINE_MAX_TOKENS", "160")),
             engine_capacity=int(e.get("ENGINE_CAPACITY") or _default_capacity(e)),
             drain_timeout_s=float(e.get("DRAIN_TIMEOUT_S", "30")),
+            queue_deadline_scale=float(e.get("QUEUE_DEADLINE_SCALE", "1")),
         )
 
 

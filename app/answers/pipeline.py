@@ -89,7 +89,8 @@ async def explain(
 ) -> ExplanationResponse:
     """Admission first (rate limit, priority, fairness, deadline), then the answer."""
     level = effective_level(principal.priority_class, channel)
-    async with scheduler.admit(principal.tenant_slug, principal.limits, level, QUEUE_DEADLINE_S[channel]) as ticket:
+    deadline_s = QUEUE_DEADLINE_S[channel] * settings.queue_deadline_scale
+    async with scheduler.admit(principal.tenant_slug, principal.limits, level, deadline_s) as ticket:
         stopwatch.stages["admission"] = ticket.wait_s * 1000
         return await _answer(db, llm, settings, principal, request, channel, level, today, stopwatch)
 

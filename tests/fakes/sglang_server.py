@@ -20,14 +20,12 @@ import asyncio
 import contextlib
 import json
 import re
-import socket
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-import uvicorn
+from tests.servers import ThreadedServer
 
 SAMPLING_KEYS = {
     "max_new_tokens", "min_new_tokens", "temperature", "top_p", "top_k", "min_p", "frequency_penalty",
@@ -76,11 +74,6 @@ class FakeSGLang:
         return best
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while (message := await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
-            return
         path, method = scope["path"], scope["method"]
         body = b""
         while True:
@@ -202,15 +195,8 @@ class RunningFake:
 
     def __init__(self) -> None:
         self.fake = FakeSGLang()
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        config = uvicorn.Config(self.fake, log_level="warning", lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
-        self._thread.start()
-        while not self._server.started:
-            time.sleep(0.01)
+        self._server = ThreadedServer(self.fake, lifespan="off")
+        self.url = self._server.url
 
     def reset(self) -> None:
         self.fake.scripts.clear()
@@ -222,5 +208,4 @@ class RunningFake:
         self.fake.disconnected.clear()
 
     def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(5)
+        self._server.stop()

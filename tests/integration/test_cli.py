@@ -84,3 +84,16 @@ def test_tenant_policy_is_shown_and_changed(cli: Any) -> None:
     assert (policy["brand"], policy["tone"], policy["forbidden"]) == ("Policy Bank", "formal", ["discuss other banks"])
     assert json.loads(cli("tenants", "policy", "policy-bank").output)["tone"] == "formal"
     assert cli("tenants", "policy", "nobody").exit_code == 1
+
+
+def test_tenant_limits_are_shown_and_changed(cli: Any) -> None:
+    assert cli("tenants", "create", "limits-bank", "--name", "Limits Bank").exit_code == 0
+    assert json.loads(cli("tenants", "set", "limits-bank").output) == {
+        "priority_class": "standard", "weight": 1, "max_concurrency": 8, "rate_limit_per_s": 20.0
+    }  # fmt: skip
+    changed = cli("tenants", "set", "limits-bank", "--priority-class", "batch", "--weight", "3", "--rate-limit", "0.5")
+    assert json.loads(changed.output) == {
+        "priority_class": "batch", "weight": 3, "max_concurrency": 8, "rate_limit_per_s": 0.5
+    }  # fmt: skip
+    assert cli("tenants", "set", "limits-bank", "--weight", "0").exit_code == 2  # refused before the database
+    assert cli("tenants", "set", "nobody", "--weight", "2").exit_code == 1
