@@ -5,13 +5,13 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from typing import Any
+from typing import Any, Literal
 
 import uvicorn
 
 
 class ThreadedServer:
-    def __init__(self, app: Any, *, lifespan: str = "on") -> None:
+    def __init__(self, app: Any, *, lifespan: Literal["auto", "on", "off"] = "on") -> None:
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
