@@ -1,10 +1,10 @@
-"""./scripts/dev bench [explain|prefix] [options]: see each module's docstring."""
+"""./scripts/dev bench [explain|prefix|priorities] [options]: see each module's docstring."""
 
 import sys
 
-from bench import explain_load, prefix_cache
+from bench import explain_load, prefix_cache, priorities
 
-BENCHES = {"explain": explain_load.main, "prefix": prefix_cache.main}
+BENCHES = {"explain": explain_load.main, "prefix": prefix_cache.main, "priorities": priorities.main}
 
 if len(sys.argv) > 1 and sys.argv[1] in BENCHES:
     BENCHES[sys.argv[1]](sys.argv[2:])

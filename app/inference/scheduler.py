@@ -1,6 +1,6 @@
 """Admission in front of the engine: who runs, who waits, who is refused.
 
-- A global in-flight cap sized to the engine's capacity.
+- A global in-flight cap sized to the engine's capacity; batch work leaves a quarter of it free.
 - Strict order between priority levels (app/domain/priority.py); within a level, weighted fair
   sharing between tenants by stride scheduling: each admission advances the tenant's pass by
   1/weight and the backlogged tenant with the smallest pass goes next, so a tenant sending 10x more
@@ -80,6 +80,9 @@ class Hooks:
 @dataclass
 class Scheduler:
     capacity: int
+    # Batch work (level 0) starts only while fewer than this share of the slots are busy: the rest
+    # stays free for people, who then find a slot at once instead of waiting behind long jobs.
+    batch_share: float = 0.75
     clock: Callable[[], float] = time.monotonic
     service_time_s: float = 1.0  # running estimate (EWMA) of how long an admitted request holds its slot
     hooks: Hooks = field(default_factory=Hooks)
@@ -157,8 +160,11 @@ class Scheduler:
                 tenant, level, 429, "rate_limited", wait, f"over {limits.rate_per_s:g} requests/s for this tenant"
             )
 
+    def _slots(self, level: int) -> int:
+        return self.capacity if level > 0 else max(1, math.floor(self.capacity * self.batch_share))
+
     def _can_run_now(self, tenant: str, level: int, limits: TenantLimits) -> bool:
-        if self.in_flight >= self.capacity or self._running[tenant] >= limits.max_concurrency:
+        if self.in_flight >= self._slots(level) or self._running[tenant] >= limits.max_concurrency:
             return False
         # Do not overtake anyone waiting at this level or above.
         return not any(self._queues[lvl] for lvl in LEVELS if lvl >= level)
@@ -225,6 +231,8 @@ class Scheduler:
 
     def _next(self) -> _Ticket | None:
         for level in LEVELS:
+            if self.in_flight >= self._slots(level):
+                continue
             queues = self._queues[level]
             eligible = [t for t, q in queues.items() if self._running[t] < q[0].limits.max_concurrency]
             if not eligible:

@@ -203,3 +203,17 @@ async def test_shutdown_refuses_new_work_and_drains_what_runs() -> None:
     release.set()
     await holder
     await draining
+
+
+async def test_batch_leaves_slots_free_for_people() -> None:
+    scheduler = Scheduler(capacity=4, batch_share=0.75)
+    engine = FakeEngine(scheduler, service_s=10)
+    jobs = [asyncio.create_task(engine.request("jobs", level=0)) for _ in range(5)]
+    await until(lambda: scheduler.queued() == 2)
+    assert scheduler.in_flight == 3  # the fourth slot stays free...
+    person = asyncio.create_task(engine.request("bank", level=3))
+    await until(lambda: scheduler.in_flight == 4)  # ...and a person gets it at once
+    assert scheduler.queued() == 2
+    for task in [*jobs, person]:
+        task.cancel()
+    await asyncio.gather(*jobs, person)
