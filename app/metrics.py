@@ -29,6 +29,26 @@ CANCELLED = Counter(
 )
 
 
+STAGE_SECONDS = Histogram(
+    "bill_assistant_stage_seconds",
+    "Time spent in each stage of a request (auth, admission, db, facts, prompt, ttft, decode, validate, total...).",
+    ["tenant", "channel", "stage"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+PROMPT_TOKENS = Counter("bill_assistant_prompt_tokens_total", "Prompt tokens sent to the engine.", ["tenant"])
+CACHED_TOKENS = Counter(
+    "bill_assistant_cached_prompt_tokens_total",
+    "Prompt tokens the engine served from its prefix cache (hit share = this / prompt tokens).",
+    ["tenant"],
+)
+COMPLETION_TOKENS = Counter("bill_assistant_completion_tokens_total", "Tokens generated.", ["tenant"])
+SPEC_ACCEPT_RATE = Histogram(
+    "bill_assistant_spec_accept_rate",
+    "Speculative decoding acceptance rate per request, where the engine reports it.",
+    buckets=(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+)
+
+
 def scheduler_hooks() -> Hooks:
     def admitted(tenant: str, level: int, wait_s: float) -> None:
         ADMITTED.labels(tenant, str(level)).inc()

@@ -28,6 +28,7 @@ class Outcome(msgspec.Struct, frozen=True):
     text: str | None  # the model's answer, not yet validated; None when there is none
     reason: str | None  # why there is none: engine_error, engine_timeout, invalid_json, truncated
     usage: Usage | None
+    spec_accept_rate: float | None = None
 
 
 async def ask_model(
@@ -73,10 +74,11 @@ async def ask_model(
     if final.queue_ms is not None:
         stopwatch.stages["queue"] = final.queue_ms
     usage = Usage(final.prompt_tokens, final.cached_tokens, final.completion_tokens)
+    spec = final.spec_accept_rate
     if final.finish_reason == "length":
-        return Outcome(text=None, reason="truncated", usage=usage)
+        return Outcome(text=None, reason="truncated", usage=usage, spec_accept_rate=spec)
     try:
         answer = msgspec.json.decode("".join(chunks), type=ModelAnswer)
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return Outcome(text=None, reason="invalid_json", usage=usage)
-    return Outcome(text=answer.answer, reason=None, usage=usage)
+        return Outcome(text=None, reason="invalid_json", usage=usage, spec_accept_rate=spec)
+    return Outcome(text=answer.answer, reason=None, usage=usage, spec_accept_rate=spec)

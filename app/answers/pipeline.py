@@ -28,7 +28,7 @@ from app.domain.priority import QUEUE_DEADLINE_S, effective_level
 from app.domain.validation import validate
 from app.inference.engine import Engine
 from app.inference.scheduler import Scheduler
-from app.metrics import ANSWERS, FALLBACKS
+from app.metrics import ANSWERS, CACHED_TOKENS, COMPLETION_TOKENS, FALLBACKS, PROMPT_TOKENS, SPEC_ACCEPT_RATE
 from app.prompts import PROMPT_VERSION, render_fallback, render_prompt
 from app.settings import Settings
 from app.timing import Stopwatch
@@ -156,6 +156,12 @@ async def _answer(
         )
         model = llm.model
         usage = outcome.usage
+        if usage is not None:
+            PROMPT_TOKENS.labels(principal.tenant_slug).inc(usage.prompt_tokens)
+            CACHED_TOKENS.labels(principal.tenant_slug).inc(usage.cached_tokens)
+            COMPLETION_TOKENS.labels(principal.tenant_slug).inc(usage.completion_tokens)
+        if outcome.spec_accept_rate is not None:
+            SPEC_ACCEPT_RATE.observe(outcome.spec_accept_rate)
         reason = outcome.reason
         if outcome.text is not None:
             with stopwatch.stage("validate"):

@@ -41,6 +41,7 @@ class ExplanationController(Controller):
         scheduler: NamedDependency[Scheduler],
         settings: NamedDependency[Settings],
     ) -> ExplanationResponse:
+        request_state(request.scope)["channel"] = data.channel
         answer = await until_disconnect(
             request,
             explain(

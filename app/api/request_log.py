@@ -1,4 +1,5 @@
-"""One structlog event per request: route, status, tenant, stage timings. Never a key or a body."""
+"""One structlog event per request (route, status, tenant, stage timings; never a key or a body), the
+Server-Timing header, and the per-stage latency histograms."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from litestar.enums import ScopeType
 from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.metrics import STAGE_SECONDS
 from app.timing import Stopwatch
 
 log = structlog.get_logger("bill_assistant.request")
@@ -27,6 +29,10 @@ def stopwatch(scope: Scope) -> Stopwatch:
     return watch
 
 
+def server_timing(watch: Stopwatch) -> bytes:
+    return ", ".join(f"{stage};dur={ms:.3f}" for stage, ms in watch.snapshot().items()).encode()
+
+
 class RequestLogMiddleware(ASGIMiddleware):
     scopes = (ScopeType.HTTP,)
 
@@ -38,18 +44,26 @@ class RequestLogMiddleware(ASGIMiddleware):
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                # Server-Timing: the stages so far, readable in a browser's network panel.
+                message["headers"] = [*message.get("headers", []), (b"server-timing", server_timing(watch))]
             await send(message)
 
         try:
             await next_app(scope, receive, send_and_watch)
         finally:
             state = request_state(scope)
+            timings = watch.snapshot()
+            tenant = state.get("tenant")
             log.info(
                 "request",
                 method=scope.get("method"),
                 route=scope.get("path_template") or scope["path"],
                 status=status,
-                tenant=state.get("tenant"),
-                timings_ms=watch.snapshot(),
+                tenant=tenant,
+                timings_ms=timings,
                 **state.get("log_extra", {}),
             )
+            if tenant is not None:  # an authenticated request: its stages go to the histograms
+                channel = state.get("channel", "none")
+                for stage, ms in timings.items():
+                    STAGE_SECONDS.labels(tenant, channel, stage).observe(ms / 1000)

@@ -1,0 +1,66 @@
+"""Per-stage timings: they add up, they reach the Server-Timing header and the Prometheus histograms
+with the right labels, and token counts reach the counters."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from litestar.testing import AsyncTestClient
+
+from app.api.app import create_app
+from app.settings import Settings
+from tests.factories import document
+from tests.fakes.sglang_server import RunningFake, Script
+
+SEQUENTIAL = ("auth", "admission", "db", "facts", "explain", "prompt", "engine", "validate", "audit")
+GOOD = "Your new balance is 124.99 EUR, 12.00 EUR more than last month, because of City Gym."
+
+
+@pytest.fixture
+async def llm_client(database_url: str, fake_sglang: RunningFake) -> AsyncIterator[AsyncTestClient[Any]]:
+    settings = Settings.from_env({"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url})
+    async with AsyncTestClient(app=create_app(settings, database_url)) as client:
+        yield client
+
+
+async def test_stage_timings_add_up_and_reach_header_and_metrics(
+    llm_client: Any, make_tenant: Any, load: Any, fake_sglang: RunningFake
+) -> None:
+    fake_sglang.fake.default = Script(text=json.dumps({"answer": GOOD}))
+    fake_sglang.fake.speculative = True
+    tenant = await make_tenant()
+    await load(document(tenant.slug))
+    r = await llm_client.post(
+        "/v1/explanations",
+        json={"account_ref": "A-1", "question": "Why is my bill higher?", "as_of": "2026-11-10"},
+        headers={"Authorization": f"Bearer {tenant.key}"},
+    )
+    assert r.status_code == 200
+    timings = r.json()["timings_ms"]
+    assert set(SEQUENTIAL) <= timings.keys()
+    assert {"ttft", "decode", "queue"} <= timings.keys()
+    assert sum(timings[s] for s in SEQUENTIAL) <= timings["total"]
+    assert timings["ttft"] + timings["decode"] <= timings["engine"]
+    assert all(0 <= v <= timings["total"] for v in timings.values())
+
+    header = dict(part.split(";dur=") for part in r.headers["server-timing"].split(", "))
+    assert set(SEQUENTIAL) | {"ttft", "decode", "queue", "total"} <= header.keys()
+    assert float(header["total"]) >= float(header["db"]) > 0
+
+    metrics = (await llm_client.get("/metrics")).text
+    for stage in ("auth", "db", "ttft", "validate", "total"):
+        labels = f'channel="api",stage="{stage}",tenant="{tenant.slug}"'
+        assert f"bill_assistant_stage_seconds_count{{{labels}}} 1.0" in metrics, stage
+    usage = r.json()["usage"]
+    assert f'bill_assistant_prompt_tokens_total{{tenant="{tenant.slug}"}} {float(usage["prompt_tokens"])}' in metrics
+    assert f'bill_assistant_cached_prompt_tokens_total{{tenant="{tenant.slug}"}}' in metrics
+    assert "bill_assistant_spec_accept_rate_count" in metrics
+
+
+async def test_a_refused_request_still_has_server_timing(client: Any) -> None:
+    r = await client.post("/v1/explanations", json={"account_ref": "A-1", "question": "?"})
+    assert r.status_code == 401
+    assert "total;dur=" in r.headers["server-timing"]
