@@ -31,8 +31,9 @@ from app import demo
 from app.data.database import create_engine, migrate, resolve_database_url
 from app.data.importer import import_file, parse
 from app.data.tenants import create_tenant, issue_api_key, set_limits
+from app.replay.http import post
 from app.settings import get_settings
-from bench.loadgen import open_loop, post
+from bench.loadgen import open_loop
 
 QUESTIONS = [
     ("Why is my bill higher than last month?", None),

@@ -1,0 +1,1 @@
+"""Measure like production: realistic traffic files, open-loop replay, percentile reports."""

@@ -1,0 +1,135 @@
+"""Replay results: per tenant and channel, percentiles, goodput against SLOs, errors; text and HTML."""
+
+from __future__ import annotations
+
+import html
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.replay.run import Sample
+from app.replay.stats import cdf, percentile
+
+
+@dataclass(frozen=True)
+class Slo:
+    ttft_ms: float
+    e2e_ms: float
+
+    def met(self, s: Sample) -> bool:
+        return s.status == 200 and s.e2e_ms <= self.e2e_ms and (s.ttft_ms is None or s.ttft_ms <= self.ttft_ms)
+
+
+@dataclass(frozen=True)
+class Row:
+    tenant: str
+    channel: str
+    requests: int
+    ttft: tuple[float, float, float]
+    e2e: tuple[float, float, float]
+    goodput: float  # share of requests answered within both SLOs
+    errors: dict[str, int]
+
+
+def summarize(samples: Sequence[Sample], slo: Slo) -> list[Row]:
+    groups: dict[tuple[str, str], list[Sample]] = defaultdict(list)
+    for s in samples:
+        groups[(s.tenant, s.channel)].append(s)
+        groups[("all", "all")].append(s)
+    rows = []
+    for (tenant, channel), group in sorted(groups.items(), key=lambda kv: (kv[0] == ("all", "all"), kv[0])):
+        ok = [s for s in group if s.status == 200]
+        ttfts = [s.ttft_ms for s in ok if s.ttft_ms is not None]
+        e2es = [s.e2e_ms for s in ok]
+        rows.append(
+            Row(
+                tenant=tenant,
+                channel=channel,
+                requests=len(group),
+                ttft=(percentile(ttfts, 50), percentile(ttfts, 90), percentile(ttfts, 99)),
+                e2e=(percentile(e2es, 50), percentile(e2es, 90), percentile(e2es, 99)),
+                goodput=sum(slo.met(s) for s in group) / len(group),
+                errors=dict(Counter(str(s.status or "connection") for s in group if s.status != 200)),
+            )
+        )
+    return rows
+
+
+def table(rows: Sequence[Row], title: str = "") -> str:
+    header = f"{'tenant':<14} {'channel':<7} {'reqs':>5} {'TTFT P50':>9} {'P90':>8} {'P99':>8} "
+    header += f"{'e2e P50':>9} {'P90':>8} {'P99':>8} {'goodput':>8}  errors"
+    lines = [title, header] if title else [header]
+    for r in rows:
+        lines.append(
+            f"{r.tenant:<14} {r.channel:<7} {r.requests:>5} {r.ttft[0]:>9.1f} {r.ttft[1]:>8.1f} {r.ttft[2]:>8.1f} "
+            f"{r.e2e[0]:>9.1f} {r.e2e[1]:>8.1f} {r.e2e[2]:>8.1f} {r.goodput:>7.0%}  {r.errors or ''}"
+        )
+    return "\n".join(lines)
+
+
+def _svg_cdf(series: dict[str, list[float]], width: int = 640, height: int = 320) -> str:
+    """Latency CDF curves on a log-scaled x axis, as inline SVG (the report needs no other file)."""
+    import math
+
+    values = [v for vs in series.values() for v in vs if v > 0]
+    if not values:
+        return "<p>no successful requests</p>"
+    lo, hi = math.log10(max(min(values), 0.1)), math.log10(max(values) * 1.1)
+    pad = 40
+
+    def x(v: float) -> float:
+        return pad + (math.log10(max(v, 0.1)) - lo) / max(hi - lo, 1e-9) * (width - 2 * pad)
+
+    def y(p: float) -> float:
+        return height - pad - p * (height - 2 * pad)
+
+    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">']
+    parts.append(
+        f'<rect x="{pad}" y="{pad}" width="{width - 2 * pad}" height="{height - 2 * pad}" fill="none" stroke="#ccc"/>'
+    )
+    for p in (0.5, 0.9, 0.99):
+        parts.append(f'<line x1="{pad}" x2="{width - pad}" y1="{y(p):.1f}" y2="{y(p):.1f}" stroke="#eee"/>')
+        parts.append(f'<text x="4" y="{y(p) + 4:.1f}" font-size="10">P{int(p * 100)}</text>')
+    for exp in range(math.floor(lo), math.ceil(hi) + 1):
+        if lo <= exp <= hi:
+            parts.append(
+                f'<text x="{x(10**exp) - 10:.1f}" y="{height - pad + 14}" font-size="10">{10**exp:g} ms</text>'
+            )
+    for i, (name, vs) in enumerate(series.items()):
+        points = " ".join(f"{x(v):.1f},{y(p):.1f}" for v, p in cdf(vs))
+        color = colors[i % len(colors)]
+        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{points}"/>')
+        parts.append(f'<text x="{width - pad - 150}" y="{pad + 14 + 14 * i}" font-size="11" fill="{color}">'
+                     f"{html.escape(name)}</text>")  # fmt: skip
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def html_report(runs: dict[str, tuple[Sequence[Sample], list[Row]]], slo: Slo, title: str) -> str:
+    """One page: a table per run and end-to-end and TTFT latency CDFs of all runs."""
+    sections = []
+    for name, (_, rows) in runs.items():
+        head = "".join(f"<th>{h}</th>" for h in ("tenant", "channel", "requests", "TTFT P50/P90/P99 ms",
+                                                  "e2e P50/P90/P99 ms", "goodput", "errors"))  # fmt: skip
+        body = "".join(
+            f"<tr><td>{html.escape(r.tenant)}</td><td>{r.channel}</td><td>{r.requests}</td>"
+            f"<td>{r.ttft[0]:.1f} / {r.ttft[1]:.1f} / {r.ttft[2]:.1f}</td>"
+            f"<td>{r.e2e[0]:.1f} / {r.e2e[1]:.1f} / {r.e2e[2]:.1f}</td><td>{r.goodput:.0%}</td>"
+            f"<td>{html.escape(str(r.errors or ''))}</td></tr>"
+            for r in rows
+        )
+        sections.append(f"<h2>{html.escape(name)}</h2><table><tr>{head}</tr>{body}</table>")
+    e2e = {name: [s.e2e_ms for s in samples if s.status == 200] for name, (samples, _) in runs.items()}
+    ttft = {name: [s.ttft_ms for s in samples if s.ttft_ms is not None] for name, (samples, _) in runs.items()}
+    return (
+        "<!doctype html><html lang=en><meta charset=utf-8>"
+        f"<title>{html.escape(title)}</title>"
+        "<style>body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ddd;padding:4px 8px;text-align:right}</style>"
+        f"<h1>{html.escape(title)}</h1><p>SLO: TTFT ≤ {slo.ttft_ms:g} ms, end to end ≤ {slo.e2e_ms:g} ms. "
+        "Latency is measured from each request's scheduled send time (open loop).</p>"
+        + "".join(sections)
+        + f"<h2>End-to-end latency CDF</h2>{_svg_cdf(e2e)}<h2>Time to first token CDF (server)</h2>{_svg_cdf(ttft)}"
+        + "</html>"
+    )

@@ -1,0 +1,101 @@
+"""Traffic files: one JSON object per line, arrivals in time order, made from the seeded data.
+
+{"at": 0.412, "tenant": "northbridge", "channel": "api", "account_ref": "A-1042",
+ "question": "Did my payment arrive?", "locale": "en"}
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+
+import msgspec
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+# (intent, share, English questions, Chinese questions): the mix customers send after a statement.
+QUESTION_MIX = [
+    ("bill_change", 0.45, ["Why is my bill higher than last month?", "Why did my balance change?",
+                           "Why is my statement different this month?"],
+     ["为什么这个月账单多了？", "为什么我的余额变了？"]),
+    ("payment", 0.25, ["Did my payment arrive?", "When is my payment due?", "How much do I still owe?"],
+     ["我的还款到账了吗？", "什么时候到期？"]),
+    ("charge", 0.15, ["What is this charge?", "What is this transaction?"], ["这笔消费是什么？"]),
+    ("fees_interest", 0.10, ["Why was I charged interest?", "What is this fee?"], ["为什么收我利息？"]),
+    ("out_of_scope", 0.05, ["Can you raise my credit limit?", "What's the weather tomorrow?"], ["我想申请贷款"]),
+]  # fmt: skip
+
+
+class Arrival(msgspec.Struct, frozen=True):
+    at: float  # seconds from the start of the file
+    tenant: str
+    channel: str
+    account_ref: str
+    question: str
+    locale: str
+
+
+async def population(conn: AsyncConnection, tenants: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
+    """Each tenant's (account ref, customer locale) pairs."""
+    rows = await conn.execute(
+        text(
+            "SELECT t.slug, a.ref, c.locale FROM accounts a JOIN customers c ON c.id = a.customer_id"
+            " AND c.tenant_id = a.tenant_id JOIN tenants t ON t.id = a.tenant_id WHERE t.slug = ANY(:slugs)"
+            " ORDER BY t.slug, a.ref"
+        ),
+        {"slugs": list(tenants)},
+    )
+    result: dict[str, list[tuple[str, str]]] = {}
+    for slug, ref, locale in rows.all():
+        result.setdefault(slug, []).append((ref, locale))
+    return result
+
+
+def arrival_times(rate: float, duration_s: float, process: str, rng: random.Random) -> Iterator[float]:
+    """Poisson arrivals; "bursty" alternates calm stretches with bursts at 4x the rate (same mean)."""
+    at = 0.0
+    while True:
+        if process == "bursty":
+            burst = int(at // 5) % 5 == 0  # one 5-second burst in every 25 seconds
+            current = rate * (4.0 if burst else 0.25)
+        else:
+            current = rate
+        at += rng.expovariate(current)
+        if at >= duration_s:
+            return
+        yield at
+
+
+def generate(
+    people: dict[str, list[tuple[str, str]]],
+    *,
+    rate: float,
+    duration_s: float,
+    process: str = "poisson",
+    batch_share: float = 0.2,
+    seed: int = 7,
+) -> list[Arrival]:
+    rng = random.Random(seed)
+    tenants = sorted(people)
+    sizes = [len(people[t]) for t in tenants]
+    shares = [share for _, share, _, _ in QUESTION_MIX]
+    arrivals = []
+    for at in arrival_times(rate, duration_s, process, rng):
+        tenant = rng.choices(tenants, weights=sizes)[0]
+        ref, locale = rng.choice(people[tenant])
+        if rng.random() < 0.1:  # some customers write in the other language
+            locale = "zh-CN" if locale == "en" else "en"
+        _, _, english, chinese = rng.choices(QUESTION_MIX, weights=shares)[0]
+        question = rng.choice(chinese if locale == "zh-CN" else english)
+        channel = "batch" if rng.random() < batch_share else "api"
+        arrivals.append(Arrival(round(at, 4), tenant, channel, ref, question, locale))
+    return arrivals
+
+
+def dumps(arrivals: Sequence[Arrival]) -> bytes:
+    return b"".join(msgspec.json.encode(a) + b"\n" for a in arrivals)
+
+
+def loads(data: bytes) -> list[Arrival]:
+    decoder = msgspec.json.Decoder(Arrival)
+    return [decoder.decode(line) for line in data.splitlines() if line.strip()]
