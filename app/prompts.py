@@ -86,7 +86,14 @@ def _clean(entry: Entry) -> Entry:
 
 
 def render_prompt(
-    *, policy: TenantPolicy, intent: Intent, facts: BillFacts, question: str, locale: str, chat_template: str
+    *,
+    policy: TenantPolicy,
+    intent: Intent,
+    facts: BillFacts,
+    question: str,
+    locale: str,
+    chat_template: str,
+    layout: str = "static",
 ) -> RenderedPrompt:
     if locale not in LOCALES:
         raise ValueError(f"unsupported locale {locale!r}")
@@ -105,6 +112,8 @@ def render_prompt(
     )
     if not user.startswith(FACTS_MARKER):
         raise ValueError("the user template must start with the FACTS block")
+    if layout == "dynamic":  # FACTS and question first: nothing is shared, for measurements only
+        system, user = f"{user}\n\n{system}", "Answer."
     text = _env.get_template(f"chat/{chat_template}.j2").render(system=system, user=user)
     return RenderedPrompt(
         text=text,

@@ -49,6 +49,12 @@ class Settings:
     sglang_incremental: bool
     # The served model family's chat template: prompts/chat/<name>.j2 (chatml for SmolLM2/Qwen, gemma).
     chat_template: str
+    # "static" (instructions first: the prefix cache serves them) or "dynamic" (FACTS first): the
+    # latter only exists to measure what the former buys (bench/ladder.py).
+    prompt_layout: str
+    # Embedded engine: reuse each slot's KV cache for a shared prompt prefix; n-gram speculative decoding.
+    engine_prefix_cache: bool
+    engine_speculative: str
     # A model answer that takes longer is abandoned (and aborted) for the deterministic one.
     engine_timeout_s: float
     engine_max_tokens: int
@@ -80,6 +86,9 @@ class Settings:
             sglang_model=e.get("SGLANG_MODEL", "sglang"),
             sglang_incremental=_flag(e.get("SGLANG_INCREMENTAL_STREAMING")),
             chat_template=e.get("CHAT_TEMPLATE", "chatml"),
+            prompt_layout=e.get("PROMPT_LAYOUT", "static"),
+            engine_prefix_cache=e.get("ENGINE_PREFIX_CACHE", "on").lower() not in {"0", "off", "false", "no"},
+            engine_speculative=e.get("ENGINE_SPECULATIVE", "none"),
             engine_timeout_s=float(e.get("ENGINE_TIMEOUT_S", "20")),
             engine_max_tokens=int(e.get("ENGINE_MAX_TOKENS", "160")),
             engine_capacity=int(e.get("ENGINE_CAPACITY") or _default_capacity(e)),

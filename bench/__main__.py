@@ -1,10 +1,15 @@
-"""./scripts/dev bench [explain|prefix|priorities] [options]: see each module's docstring."""
+"""./scripts/dev bench [explain|prefix|priorities|ladder] [options]: see each module's docstring."""
 
 import sys
 
-from bench import explain_load, prefix_cache, priorities
+from bench import explain_load, ladder, prefix_cache, priorities
 
-BENCHES = {"explain": explain_load.main, "prefix": prefix_cache.main, "priorities": priorities.main}
+BENCHES = {
+    "explain": explain_load.main,
+    "prefix": prefix_cache.main,
+    "priorities": priorities.main,
+    "ladder": ladder.main,
+}
 
 if len(sys.argv) > 1 and sys.argv[1] in BENCHES:
     BENCHES[sys.argv[1]](sys.argv[2:])

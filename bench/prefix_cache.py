@@ -29,7 +29,7 @@ from app.domain.policy import TenantPolicy
 from app.domain.records import AccountHistory, Line, Period
 from app.inference.embedded import EmbeddedEngine, default_model_path
 from app.inference.engine import Finished, GenerationRequest
-from app.prompts import FACTS_MARKER, render_prompt
+from app.prompts import render_prompt
 
 QUESTIONS = ["Why is my bill higher than last month?", "What is this charge?", "Why was I charged interest?",
              "Did my payment arrive?", "Why did my balance change?", "When is my payment due?"]  # fmt: skip
@@ -62,15 +62,12 @@ def _prompts(n: int) -> list[tuple[str, str]]:
         question = QUESTIONS[i % len(QUESTIONS)]
         intent = classify(question, {e.label for e in facts.entries})
         intent = "bill_change" if intent == "out_of_scope" else intent
-        rendered = render_prompt(
-            policy=policy, intent=intent, facts=facts, question=question, locale="en", chat_template="chatml"
-        )
-        system = rendered.static_prefix.removeprefix("<|im_start|>system\n").split("<|im_end|>")[0]
-        user = rendered.text[len(rendered.static_prefix) :].split("<|im_end|>")[0]
-        assert user.startswith(FACTS_MARKER)
-        turns = "<|im_end|>\n<|im_start|>user\nAnswer.<|im_end|>\n<|im_start|>assistant\n"
-        dynamic = f"<|im_start|>system\n{user}\n\n{system}{turns}"
-        pairs.append((rendered.text, dynamic))
+        rendered, dynamic = (
+            render_prompt(policy=policy, intent=intent, facts=facts, question=question, locale="en",
+                          chat_template="chatml", layout=layout)
+            for layout in ("static", "dynamic")
+        )  # fmt: skip
+        pairs.append((rendered.text, dynamic.text))
     return pairs
 
 

@@ -144,6 +144,7 @@ async def _answer(
                 question=request.question,
                 locale=locale,
                 chat_template=settings.chat_template,
+                layout=settings.prompt_layout,
             )
         outcome = await ask_model(
             llm,

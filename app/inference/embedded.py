@@ -34,10 +34,26 @@ def default_model_path() -> str:
 class EmbeddedEngine:
     name = "embedded"
 
-    def __init__(self, model_path: str, *, parallel: int = 2, ctx_per_slot: int = 2048, threads: int = 2) -> None:
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        parallel: int = 2,
+        ctx_per_slot: int = 2048,
+        threads: int = 2,
+        prefix_cache: bool = True,
+        speculative: str = "none",
+    ) -> None:
         import xllamacpp as xlc
 
         params = xlc.CommonParams()
+        if speculative == "ngram":  # draft tokens from n-grams already in the context: no draft model
+            params.speculative.types = [xlc.common_speculative_type.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
+        elif speculative != "none":
+            raise EngineError(
+                f"the embedded engine supports speculative decoding 'ngram' or 'none', not {speculative!r}"
+            )
+        self._prefix_cache = prefix_cache
         params.model.path = model_path
         params.n_parallel = parallel
         params.n_ctx = ctx_per_slot * parallel  # llama.cpp splits the context between the slots
@@ -60,7 +76,7 @@ class EmbeddedEngine:
             "temperature": request.temperature,
             "stop": request.stop,
             "stream": True,
-            "cache_prompt": True,
+            "cache_prompt": self._prefix_cache,
             "stream_options": {"include_usage": True},
         }
         if request.json_schema is not None:

@@ -26,5 +26,7 @@ def build_engine(settings: Settings) -> Engine | None:
             settings.model_path or default_model_path(),
             parallel=settings.engine_parallel,
             threads=settings.engine_threads,
+            prefix_cache=settings.engine_prefix_cache,
+            speculative=settings.engine_speculative,
         )
     raise ValueError(f"ENGINE must be embedded, sglang or off, not {settings.engine!r}")
