@@ -1,0 +1,27 @@
+"""The prompt layouts: static-first (served) and FACTS-first (only to measure what static-first buys)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from app.domain.facts import compute_facts
+from app.domain.policy import TenantPolicy
+from app.prompts import render_prompt
+from tests.unit.test_facts import OCT, SEP, history
+from tests.unit.test_validation import GYM
+
+
+def test_dynamic_layout_puts_facts_before_the_instructions() -> None:
+    facts = compute_facts(history(GYM, [SEP, OCT]), date(2026, 11, 1))
+
+    def render(layout: str) -> str:
+        return render_prompt(
+            policy=TenantPolicy(brand="Northbridge Bank"), intent="bill_change", facts=facts,
+            question="Why is my bill higher?", locale="en", chat_template="chatml", layout=layout,
+        ).text  # fmt: skip
+
+    static, dynamic = render("static"), render("dynamic")
+    assert static.index("You are the customer-service assistant") < static.index("new balance: 124.99 EUR")
+    assert dynamic.startswith("<|im_start|>system\nFACTS\n")
+    assert dynamic.index("new balance: 124.99 EUR") < dynamic.index("You are the customer-service assistant")
+    assert "Why is my bill higher?" in dynamic
