@@ -9,6 +9,8 @@ from datetime import date
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.answers import cache
+from app.answers.cache import CACHEABLE_INTENTS, CacheKey
 from app.answers.generation import ask_model
 from app.answers.schemas import (
     ExplanationRequest,
@@ -131,6 +133,20 @@ async def _answer(
 
     answer_id = uuid.uuid4()
     source, reason, usage, model = "fallback", None, None, None
+    cache_key = None
+    if llm is not None and intent in CACHEABLE_INTENTS:
+        cache_key = CacheKey(
+            principal.tenant_id, facts.statement.id, history.statements[-1].data_version, intent, locale,
+            PROMPT_VERSION, llm.model, as_of,
+        )  # fmt: skip
+        with stopwatch.stage("cache"):
+            async with autocommit(db) as conn:
+                cached = await cache.lookup(conn, cache_key)
+        if cached is not None:
+            # The original answer, its id included; only the source and the timings are this request's.
+            hit = msgspec.structs.replace(msgspec.json.decode(cached, type=ExplanationResponse), source="cache")
+            return await _audit(db, principal, request, history.account_id, facts.statement.id, channel, hit, None,
+                                stopwatch)  # fmt: skip
     if intent == "out_of_scope":
         reason = "out_of_scope"  # a polite refusal needs no model
     elif llm is None:
@@ -173,29 +189,49 @@ async def _answer(
                 reason = verdict.reason
     if reason is not None:
         FALLBACKS.labels(reason=reason.split(":", 1)[0]).inc()
-    ANSWERS.labels(source=source).inc()
 
     answer = _response(
         answer_id, facts, explanation=explanation, locale=locale, source=source, intent=intent,
         model=model, usage=usage, timings=stopwatch.snapshot(),
     )  # fmt: skip
+    if source == "model" and cache_key is not None:  # only validated answers are remembered
+        async with autocommit(db) as conn:
+            await cache.store(conn, cache_key, msgspec.json.encode(answer).decode())
+    return await _audit(db, principal, request, history.account_id, facts.statement.id, channel, answer, reason,
+                        stopwatch)  # fmt: skip
+
+
+async def _audit(
+    db: AsyncEngine,
+    principal: Principal,
+    request: ExplanationRequest,
+    account_id: int,
+    statement_id: int,
+    channel: str,
+    answer: ExplanationResponse,
+    reason: str | None,
+    stopwatch: Stopwatch,
+) -> ExplanationResponse:
+    """Every answered request leaves a row (its own id: a cache hit repeats an earlier answer's id)."""
+    ANSWERS.labels(source=answer.source).inc()
+    answer = msgspec.structs.replace(answer, timings_ms=stopwatch.snapshot())
     with stopwatch.stage("audit"):
         async with autocommit(db) as conn:
             await record_answer(
                 conn,
-                answer_id=answer_id,
+                answer_id=uuid.UUID(answer.answer_id) if answer.source != "cache" else uuid.uuid4(),
                 tenant_id=principal.tenant_id,
-                account_id=history.account_id,
-                statement_id=facts.statement.id,
+                account_id=account_id,
+                statement_id=statement_id,
                 channel=channel,
                 question=request.question,
-                locale=locale,
+                locale=answer.locale,
                 answer_json=msgspec.json.encode(answer).decode(),
-                source=source,
-                intent=intent,
-                prompt_version=PROMPT_VERSION,
-                model=model,
-                usage_json=msgspec.json.encode(usage).decode() if usage else None,
+                source=answer.source,
+                intent=answer.intent,
+                prompt_version=answer.prompt_version,
+                model=answer.model,
+                usage_json=msgspec.json.encode(answer.usage).decode() if answer.usage else None,
                 fallback_reason=reason,
                 timings_json=msgspec.json.encode(answer.timings_ms).decode(),
             )

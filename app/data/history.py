@@ -22,7 +22,7 @@ WITH acct AS (
     WHERE a.tenant_id = :tenant_id AND a.ref = :account_ref
 ),
 stmts AS (
-    SELECT s.id, s.period_start, s.period_end, s.due_date, s.minimum_due,
+    SELECT s.id, s.period_start, s.period_end, s.due_date, s.minimum_due, s.data_version,
            COALESCE(SUM(CASE WHEN t.kind IN ('refund', 'payment') THEN -t.amount ELSE t.amount END), 0)
                AS net
     FROM statements s

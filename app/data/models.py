@@ -31,6 +31,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.sql.elements import conv
 
 PRIORITY_CLASSES = ("interactive", "standard", "batch")
 LOCALES = ("en", "zh-CN")
@@ -156,6 +157,8 @@ class Statement(Base):
     period_end: Mapped[date] = mapped_column(Date)
     due_date: Mapped[date] = mapped_column(Date)
     minimum_due: Mapped[Decimal] = mapped_column(Money)
+    # Bumped by triggers (migration 0004) whenever anything its answers depend on changes.
+    data_version: Mapped[int] = mapped_column(BigInteger, server_default=text("1"))
 
 
 class Transaction(Base):
@@ -207,4 +210,38 @@ class Answer(Base):
     usage: Mapped[dict[str, int] | None] = mapped_column(JSONB)
     fallback_reason: Mapped[str | None] = mapped_column(Text)  # why the model's answer was not served
     timings: Mapped[dict[str, float]] = mapped_column(JSONB)
+    created_at: Mapped[datetime] = _created_at()
+
+
+class CachedAnswer(Base):
+    """Validated model answers, by exact key: a hit can never describe other data, template or model."""
+
+    __tablename__ = "answer_cache"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["tenant_id", "statement_id"], ["statements.tenant_id", "statements.id"], ondelete="CASCADE"
+        ),
+        UniqueConstraint(
+            "tenant_id",
+            "statement_id",
+            "data_version",
+            "intent",
+            "locale",
+            "prompt_version",
+            "model",
+            "as_of",
+            name=conv("uq_answer_cache_key"),
+        ),
+    )
+
+    id: Mapped[int] = _id()
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    statement_id: Mapped[int] = mapped_column(BigInteger)
+    data_version: Mapped[int] = mapped_column(BigInteger)
+    intent: Mapped[str] = mapped_column(String(16))
+    locale: Mapped[str] = mapped_column(String(8))
+    prompt_version: Mapped[str] = mapped_column(String(16))
+    model: Mapped[str] = mapped_column(String(200))
+    as_of: Mapped[date] = mapped_column(Date)
+    answer: Mapped[dict[str, Any]] = mapped_column(JSONB)
     created_at: Mapped[datetime] = _created_at()

@@ -27,6 +27,7 @@ class Period(msgspec.Struct, frozen=True):
     due_date: date
     minimum_due: Decimal
     net: Decimal
+    data_version: int = 1  # changes whenever anything this statement's answers depend on changes
 
 
 class AccountHistory(msgspec.Struct, frozen=True):

@@ -1,0 +1,52 @@
+"""Precomputed and remembered answers: exact match, validated model answers only.
+
+The key holds everything an answer depends on — the statement's data version (bumped by triggers
+when its transactions or payments change), the intent, the locale, the prompt version, the model and
+the as-of date — so a hit can never describe stale data, another template or another model.
+Charge questions are not cached: their answer depends on which charge the question names.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+import msgspec
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+CACHEABLE_INTENTS = frozenset({"bill_change", "fees_interest", "payment"})
+
+
+class CacheKey(msgspec.Struct, frozen=True):
+    tenant_id: int
+    statement_id: int
+    data_version: int
+    intent: str
+    locale: str
+    prompt_version: str
+    model: str
+    as_of: date
+
+
+_LOOKUP = text("""
+SELECT answer::text FROM answer_cache
+WHERE tenant_id = :tenant_id AND statement_id = :statement_id AND data_version = :data_version
+  AND intent = :intent AND locale = :locale AND prompt_version = :prompt_version AND model = :model
+  AND as_of = :as_of
+""")
+_STORE = text("""
+INSERT INTO answer_cache (tenant_id, statement_id, data_version, intent, locale, prompt_version, model, as_of, answer)
+VALUES (:tenant_id, :statement_id, :data_version, :intent, :locale, :prompt_version, :model, :as_of,
+        CAST(:answer AS jsonb))
+ON CONFLICT ON CONSTRAINT uq_answer_cache_key DO NOTHING
+""")
+
+
+async def lookup(conn: AsyncConnection, key: CacheKey) -> str | None:
+    """The cached answer as JSON text, or None."""
+    row = (await conn.execute(_LOOKUP, msgspec.structs.asdict(key))).first()
+    return str(row[0]) if row else None
+
+
+async def store(conn: AsyncConnection, key: CacheKey, answer_json: str) -> None:
+    await conn.execute(_STORE, {**msgspec.structs.asdict(key), "answer": answer_json})

@@ -1,0 +1,144 @@
+"""The answer cache: exact keys, invalidated by exactly the data changes that matter, never holding
+a fallback, never crossing tenants."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from litestar.testing import AsyncTestClient
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.api.app import create_app
+from app.settings import Settings
+from tests.factories import OCT, SEPT, account, customer, document, statement
+from tests.fakes.sglang_server import RunningFake, Script
+
+GOOD = "Your new balance is 124.99 EUR, 12.00 EUR more than last month, because of City Gym."
+Q = {"account_ref": "A-1", "question": "Why is my bill higher than last month?", "as_of": "2026-11-10"}
+
+
+def client_for(database_url: str, fake: RunningFake, model: str = "fake/model") -> AsyncTestClient[Any]:
+    settings = Settings.from_env({"ENGINE": "sglang", "SGLANG_URL": fake.url, "SGLANG_MODEL": model})
+    return AsyncTestClient(app=create_app(settings, database_url))
+
+
+@pytest.fixture
+async def llm(database_url: str, fake_sglang: RunningFake) -> AsyncIterator[AsyncTestClient[Any]]:
+    fake_sglang.fake.default = Script(text=json.dumps({"answer": GOOD}))
+    async with client_for(database_url, fake_sglang) as client:
+        yield client
+
+
+@pytest.fixture
+async def bank(make_tenant: Any, load: Any) -> Any:
+    tenant = await make_tenant()
+    nov = statement("2026-11-01", "2026-11-30", "2026-12-25")
+    await load(document(tenant.slug, [customer(accounts=[account(statements=[SEPT, OCT, nov])])]))
+    return tenant
+
+
+async def ask(client: Any, bank: Any, **changes: Any) -> Any:
+    r = await client.post("/v1/explanations", json={**Q, **changes}, headers={"Authorization": f"Bearer {bank.key}"})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+async def add(engine: AsyncEngine, bank: Any, ref: str, posted_on: str, kind: str, amount: str) -> None:
+    async with engine.begin() as conn:
+        await conn.execute(
+            text(
+                "INSERT INTO transactions (tenant_id, account_id, ref, posted_on, kind, amount)"
+                " SELECT :t, id, :ref, :on, :kind, :amount FROM accounts"
+                " WHERE tenant_id = :t AND ref = 'A-1'"
+            ),
+            {"t": bank.id, "ref": ref, "on": date.fromisoformat(posted_on), "kind": kind, "amount": Decimal(amount)},
+        )
+
+
+async def test_a_validated_answer_is_served_again_from_the_cache(llm: Any, bank: Any, fake_sglang: RunningFake,
+                                                                 engine: AsyncEngine) -> None:  # fmt: skip
+    first = await ask(llm, bank, statement_period_end="2026-10-31")
+    assert first["source"] == "model"
+    again = await ask(llm, bank, statement_period_end="2026-10-31", question="Why did my bill go up?")
+    assert again["source"] == "cache"
+    assert again["answer_id"] == first["answer_id"]
+    assert again["explanation"] == first["explanation"]
+    assert "cache" in again["timings_ms"]
+    assert "engine" not in again["timings_ms"]
+    assert len(fake_sglang.fake.requests) == 1
+    async with engine.connect() as conn:  # both answered, both audited
+        sources = (
+            (
+                await conn.execute(
+                    text("SELECT source FROM answers WHERE tenant_id = :t ORDER BY created_at"), {"t": bank.id}
+                )
+            )
+            .scalars()
+            .all()
+        )
+    assert sources == ["model", "cache"]
+
+
+async def test_new_data_invalidates_exactly_the_affected_answers(llm: Any, bank: Any, fake_sglang: RunningFake,
+                                                                 engine: AsyncEngine) -> None:  # fmt: skip
+    # Without numbers, the same text stays valid as the data changes: what is measured is the cache.
+    fake_sglang.fake.default = Script(text=json.dumps({"answer": "Your bill changed because of your purchases."}))
+
+    async def source(period_end: str) -> str:
+        return str((await ask(llm, bank, statement_period_end=period_end))["source"])
+
+    assert await source("2026-10-31") == "model"
+    assert await source("2026-10-31") == "cache"
+    await add(engine, bank, "T-NOV", "2026-11-05", "purchase", "9.00")  # a November purchase...
+    assert await source("2026-10-31") == "cache"  # ...leaves October's answer valid
+    await add(engine, bank, "T-OCT", "2026-10-20", "purchase", "9.00")  # an October purchase...
+    assert await source("2026-10-31") == "model"  # ...changes October's numbers: asked again
+    assert await source("2026-10-31") == "cache"
+    await add(engine, bank, "T-PAY", "2026-11-07", "payment", "20.00")  # a payment moves the status
+    assert await source("2026-10-31") == "model"
+    async with engine.begin() as conn:
+        await conn.execute(text("DELETE FROM transactions WHERE tenant_id = :t AND ref = 'T-NOV'"), {"t": bank.id})
+    assert await source("2026-10-31") == "cache"  # November's purchase never mattered to October
+    assert await source("2026-11-30") == "model"
+    async with engine.begin() as conn:
+        await conn.execute(text("DELETE FROM transactions WHERE tenant_id = :t AND ref = 'T-OCT'"), {"t": bank.id})
+    assert await source("2026-11-30") == "model"  # October's opening changes November
+    assert await source("2026-10-31") == "model"
+
+
+async def test_other_dates_templates_models_and_fallbacks_miss(
+    database_url: str, llm: Any, bank: Any, fake_sglang: RunningFake, engine: AsyncEngine
+) -> None:
+    assert (await ask(llm, bank))["source"] == "model"
+    assert (await ask(llm, bank, as_of="2026-11-11"))["source"] == "model"  # another as-of date
+    assert (await ask(llm, bank, locale="zh-CN"))["source"] != "cache"  # another language
+    async with client_for(database_url, fake_sglang, model="another/model") as other_model:
+        assert (await ask(other_model, bank))["source"] == "model"
+    async with engine.begin() as conn:  # a changed template is a new prompt version
+        await conn.execute(text("UPDATE answer_cache SET prompt_version = 'old' WHERE tenant_id = :t"), {"t": bank.id})
+    assert (await ask(llm, bank))["source"] == "model"
+    fake_sglang.fake.default = Script(text=json.dumps({"answer": "Your bill is 99.00 EUR higher."}))
+    assert (await ask(llm, bank, question="Why was I charged interest?"))["source"] == "fallback"
+    assert (await ask(llm, bank, question="Why was I charged interest?"))["source"] == "fallback"  # never cached
+    async with engine.connect() as conn:
+        intents = (
+            (await conn.execute(text("SELECT DISTINCT intent FROM answer_cache WHERE tenant_id = :t"), {"t": bank.id}))
+            .scalars()
+            .all()
+        )
+    assert intents == ["bill_change"]
+
+
+async def test_cache_entries_never_cross_tenants(llm: Any, make_tenant: Any, load: Any) -> None:
+    a, b = await make_tenant(), await make_tenant()
+    await load(document(a.slug))
+    await load(document(b.slug))  # the same refs and the same numbers
+    assert (await ask(llm, a))["source"] == "model"
+    assert (await ask(llm, a))["source"] == "cache"
+    assert (await ask(llm, b))["source"] == "model"
