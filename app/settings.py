@@ -11,8 +11,10 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
-def _flag(value: str | None) -> bool:
-    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+def _flag(value: str | None, default: bool = False) -> bool:
+    if value is None or not value.strip():
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
 def _default_capacity(e: Mapping[str, str]) -> int:
@@ -65,6 +67,11 @@ class Settings:
     drain_timeout_s: float
     # Multiplies every channel's queue deadline (app/domain/priority.py): above 1 on a slow CPU engine.
     queue_deadline_scale: float
+    # The batch worker in the service: on/off, how often it looks for work, and its lease on an item
+    # (a worker that dies holds it this long before another takes it).
+    batch_worker: bool
+    batch_poll_s: float
+    batch_lease_s: float
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -87,13 +94,16 @@ class Settings:
             sglang_incremental=_flag(e.get("SGLANG_INCREMENTAL_STREAMING")),
             chat_template=e.get("CHAT_TEMPLATE", "chatml"),
             prompt_layout=e.get("PROMPT_LAYOUT", "static"),
-            engine_prefix_cache=e.get("ENGINE_PREFIX_CACHE", "on").lower() not in {"0", "off", "false", "no"},
+            engine_prefix_cache=_flag(e.get("ENGINE_PREFIX_CACHE"), default=True),
             engine_speculative=e.get("ENGINE_SPECULATIVE", "none"),
             engine_timeout_s=float(e.get("ENGINE_TIMEOUT_S", "20")),
             engine_max_tokens=int(e.get("ENGINE_MAX_TOKENS", "160")),
             engine_capacity=int(e.get("ENGINE_CAPACITY") or _default_capacity(e)),
             drain_timeout_s=float(e.get("DRAIN_TIMEOUT_S", "30")),
             queue_deadline_scale=float(e.get("QUEUE_DEADLINE_SCALE", "1")),
+            batch_worker=_flag(e.get("BATCH_WORKER"), default=True),
+            batch_poll_s=float(e.get("BATCH_POLL_S", "0.5")),
+            batch_lease_s=float(e.get("BATCH_LEASE_S", "120")),
         )
 
 

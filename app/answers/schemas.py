@@ -76,3 +76,21 @@ class ExplanationResponse(msgspec.Struct, frozen=True, omit_defaults=True):
     timings_ms: dict[str, float]
     model: str | None = None  # present when the engine was asked
     usage: Usage | None = None
+
+
+class BatchItem(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    account_ref: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    question: Annotated[str, msgspec.Meta(min_length=1, max_length=1000)] | None = None  # default: the bill change
+    statement_period_end: date | None = None
+    as_of: date | None = None
+    locale: Locale | None = None
+
+
+class BatchRequest(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    items: Annotated[list[BatchItem], msgspec.Meta(min_length=1, max_length=1000)]
+
+
+class JobAccepted(msgspec.Struct, frozen=True):
+    job_id: str
+    total: int
+    status: str

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
 import logging
 from collections.abc import AsyncIterator
@@ -19,10 +21,12 @@ from litestar.openapi import OpenAPIConfig
 from litestar.plugins.prometheus import PrometheusController
 from litestar.plugins.structlog import StructlogConfig, StructlogPlugin
 
+from app.answers.batch import BatchWorker
 from app.api.auth import KeyCache
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.explanations import ExplanationController
 from app.api.health import health, ready
+from app.api.jobs import JobController
 from app.api.request_log import RequestLogMiddleware
 from app.data.database import asyncpg_url
 from app.inference.engine import Engine
@@ -96,6 +100,23 @@ async def _engine_lifespan(app: Litestar) -> AsyncIterator[None]:
             await app.state.llm.close()
 
 
+async def _start_batch_worker(app: Litestar) -> None:
+    """After every lifespan manager has started (the database pool among them)."""
+    settings: Settings = app.state.settings
+    if settings.batch_worker:
+        db: SQLAlchemyAsyncConfig = app.state.db_config
+        worker = BatchWorker(db.get_engine(), app.state.llm, app.state.scheduler, settings)
+        app.state.batch_worker = asyncio.create_task(worker.run_forever())
+
+
+async def _stop_batch_worker(app: Litestar) -> None:
+    task: asyncio.Task[None] | None = app.state.get("batch_worker")
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 def create_app(settings: Settings, database_url: str) -> Litestar:
     db = SQLAlchemyAsyncConfig(
         connection_string=asyncpg_url(database_url),
@@ -108,18 +129,19 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
     )
     key_cache = KeyCache(settings.api_key_cache_ttl)
     return Litestar(
-        route_handlers=[health, ready, ExplanationController, PrometheusController],
+        route_handlers=[health, ready, ExplanationController, JobController, PrometheusController],
         plugins=[SQLAlchemyPlugin(config=db), _structlog(settings)],
+        lifespan=[_engine_lifespan],
         dependencies={
             "settings": Provide(lambda: settings, use_cache=True, sync_to_thread=False),
             "key_cache": Provide(lambda: key_cache, use_cache=True, sync_to_thread=False),
             "llm": Provide(_provide_llm, sync_to_thread=False),
             "scheduler": Provide(_provide_scheduler, sync_to_thread=False),
         },
-        state=State({"settings": settings}),
-        lifespan=[_engine_lifespan],
+        state=State({"settings": settings, "db_config": db}),
         middleware=[RequestLogMiddleware()],
-        on_startup=[load_templates, _freeze_startup_objects],
+        on_startup=[load_templates, _start_batch_worker, _freeze_startup_objects],
+        on_shutdown=[_stop_batch_worker],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         openapi_config=OpenAPIConfig(title="Bill Assistant", version="0.1.0", path="/schema"),
     )

@@ -245,3 +245,34 @@ class CachedAnswer(Base):
     as_of: Mapped[date] = mapped_column(Date)
     answer: Mapped[dict[str, Any]] = mapped_column(JSONB)
     created_at: Mapped[datetime] = _created_at()
+
+
+class Job(Base):
+    """A batch of explanations requested at once; its items are answered at batch priority."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (UniqueConstraint("tenant_id", "idempotency_key"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    idempotency_key: Mapped[str | None] = mapped_column(String(200))
+    total: Mapped[int]
+    created_at: Mapped[datetime] = _created_at()
+
+
+class JobItem(Base):
+    __tablename__ = "job_items"
+    __table_args__ = (
+        CheckConstraint(_in("status", ("pending", "done", "error")), name="status"),
+        Index("ix_job_items_pending", "claimed_until", postgresql_where=text("status = 'pending'")),
+    )
+
+    job_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True)
+    idx: Mapped[int] = mapped_column(primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    request: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    status: Mapped[str] = mapped_column(String(16), server_default="pending")
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
+    error: Mapped[str | None] = mapped_column(Text)
+    # A worker's lease: an item whose worker died is taken again once this has passed.
+    claimed_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -89,17 +89,29 @@ async def issue_api_key(conn: AsyncConnection, tenant: int, label: str = "") -> 
 
 
 # Text SQL: on the hot path, building a Core select per call costs more than the query itself.
-_AUTHENTICATE = text("""
-SELECT t.id, t.slug, t.priority_class, t.name, t.policy::text, t.weight, t.max_concurrency, t.rate_limit_per_s
+_COLUMNS = "t.id, t.slug, t.priority_class, t.name, t.policy::text, t.weight, t.max_concurrency, t.rate_limit_per_s"
+_AUTHENTICATE = text(f"""
+SELECT {_COLUMNS}
 FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
 WHERE k.key_hash = :key_hash AND k.revoked_at IS NULL
 """)
 
 
+_PRINCIPAL = text(f"SELECT {_COLUMNS} FROM tenants t WHERE t.id = :tenant_id")
+
+
+async def principal_for(conn: AsyncConnection, tenant: int) -> Principal | None:
+    """The tenant as a caller, for work it asked for earlier (batch jobs, precomputation)."""
+    return _principal((await conn.execute(_PRINCIPAL, {"tenant_id": tenant})).first())
+
+
 async def authenticate(conn: AsyncConnection, key: str) -> Principal | None:
     if not key.startswith(KEY_PREFIX):
         return None
-    row = (await conn.execute(_AUTHENTICATE, {"key_hash": hash_key(key)})).first()
+    return _principal((await conn.execute(_AUTHENTICATE, {"key_hash": hash_key(key)})).first())
+
+
+def _principal(row: Any) -> Principal | None:
     if row is None:
         return None
     policy = msgspec.json.decode(row[4], type=dict[str, Any])

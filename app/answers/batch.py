@@ -1,0 +1,82 @@
+"""The batch worker: answers job items at batch priority, so it never delays people.
+
+It runs inside the service (started in the app's lifespan). Items are leased from Postgres, so
+several replicas can share the work and a job interrupted by a restart is finished after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import date
+
+import msgspec
+import structlog
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.answers.pipeline import NotFound, explain
+from app.answers.schemas import ExplanationRequest
+from app.data.database import autocommit
+from app.data.jobs import ClaimedItem, claim_items, finish_item, release_item
+from app.data.tenants import principal_for
+from app.inference.engine import Engine
+from app.inference.scheduler import Scheduler, Shed
+from app.settings import Settings
+from app.timing import Stopwatch
+
+DEFAULT_QUESTION = "Why is my bill different from last month?"
+log = structlog.get_logger("bill_assistant.batch")
+
+
+def item_request(item: dict[str, object]) -> ExplanationRequest:
+    """A job item as an explanation request (also how items are checked when the job is submitted)."""
+    return msgspec.convert({"question": DEFAULT_QUESTION, **item, "channel": "batch"}, ExplanationRequest)
+
+
+class BatchWorker:
+    def __init__(
+        self, db: AsyncEngine, llm: Engine | None, scheduler: Scheduler, settings: Settings, *, concurrency: int = 2
+    ) -> None:
+        self.db, self.llm, self.scheduler, self.settings = db, llm, scheduler, settings
+        self.concurrency = concurrency
+
+    async def run_forever(self) -> None:
+        while True:
+            try:
+                if await self.run_once() == 0:
+                    await asyncio.sleep(self.settings.batch_poll_s)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bad pass must not stop the worker; log it and go on
+                log.exception("batch pass failed")
+                await asyncio.sleep(self.settings.batch_poll_s)
+
+    async def run_once(self) -> int:
+        async with autocommit(self.db) as conn:
+            items = await claim_items(conn, self.concurrency, self.settings.batch_lease_s)
+        await asyncio.gather(*(self._answer(item) for item in items))
+        return len(items)
+
+    async def _answer(self, item: ClaimedItem) -> None:
+        result, error = None, None
+        try:
+            async with autocommit(self.db) as conn:
+                principal = await principal_for(conn, item.tenant_id)
+            if principal is None:
+                error = "the tenant no longer exists"
+            else:
+                answer = await explain(
+                    self.db, self.llm, self.scheduler, self.settings, principal, item_request(item.request),
+                    channel="batch", today=date.today(), stopwatch=Stopwatch(),
+                )  # fmt: skip
+                result = msgspec.json.encode(answer).decode()
+        except NotFound as exc:
+            error = f"not_found: {exc}"
+        except msgspec.ValidationError as exc:
+            error = f"invalid: {exc}"
+        except Shed:  # the engine is busy with people: the item waits for another pass
+            async with autocommit(self.db) as conn:
+                await release_item(conn, item)
+            await asyncio.sleep(self.settings.batch_poll_s)
+            return
+        async with autocommit(self.db) as conn:
+            await finish_item(conn, item, result, error)
