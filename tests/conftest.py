@@ -81,14 +81,17 @@ def make_tenant(engine: AsyncEngine) -> Callable[..., Awaitable[Tenant]]:
     return make
 
 
+async def _import(conn: Any, doc: dict[str, Any]) -> ImportReport:
+    return await import_file(conn, parse(msgspec.json.encode(doc)))
+
+
 @pytest.fixture
 def load(engine: AsyncEngine) -> Callable[[dict[str, Any]], Awaitable[ImportReport]]:
     """Import a document (the JSON exchange format, as a dict) in one transaction."""
 
     async def run(doc: dict[str, Any]) -> ImportReport:
-        parsed = parse(msgspec.json.encode(doc))
         async with engine.begin() as conn:
-            return await import_file(conn, parsed)
+            return await _import(conn, doc)
 
     return run
 

@@ -4,6 +4,7 @@ a fallback, never crossing tenants."""
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import AsyncIterator
 from datetime import date
 from decimal import Decimal
@@ -142,3 +143,46 @@ async def test_cache_entries_never_cross_tenants(llm: Any, make_tenant: Any, loa
     assert (await ask(llm, a))["source"] == "model"
     assert (await ask(llm, a))["source"] == "cache"
     assert (await ask(llm, b))["source"] == "model"
+
+
+def test_precompute_fills_the_cache_for_recently_closed_statements(
+    database_url: str, fake_sglang: RunningFake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from click.testing import CliRunner
+
+    from app.cli import main
+    from app.data.database import create_engine
+    from app.data.tenants import create_tenant, issue_api_key
+    from app.settings import get_settings
+    from tests.conftest import _import
+
+    fake_sglang.fake.scripts.extend(  # A-1's customer reads English, A-2's Chinese
+        [Script(text=json.dumps({"answer": "Your bill changed because of your purchases."})),
+         Script(text=json.dumps({"answer": "您的账单因消费而变化。"}, ensure_ascii=False))]
+    )  # fmt: skip
+    slug = f"pre-{uuid.uuid4().hex[:8]}"
+
+    async def seed() -> None:
+        engine = create_engine(database_url)
+        async with engine.begin() as conn:
+            tenant = await create_tenant(conn, slug, "Pre Bank", "standard")
+            await issue_api_key(conn, tenant)
+            await _import(conn, document(slug, [customer(), customer("C-2", "zh-CN", [account("A-2", "CNY")])]))
+        await engine.dispose()
+
+    asyncio.run(seed())
+    for name, value in {"DATABASE_URL": database_url, "ENGINE": "sglang", "SGLANG_URL": fake_sglang.url}.items():
+        monkeypatch.setenv(name, value)
+    get_settings.cache_clear()
+    try:
+        args = ["precompute", "--tenant", slug, "--today", "2026-11-10"]
+        first = CliRunner().invoke(main, args, catch_exceptions=False)
+        again = CliRunner().invoke(main, args, catch_exceptions=False)
+    finally:
+        get_settings.cache_clear()
+    assert "2 statements answered: 2 validated and cached" in first.output
+    assert "0 statements answered" in again.output  # nothing left to do
+    priorities = {r["priority"] for r in fake_sglang.fake.requests}
+    assert priorities == {0}  # batch level

@@ -1,0 +1,79 @@
+"""Answer ahead of time the question most customers ask after a statement closes ("why is my bill
+different?"), at batch priority, so that their answers come from the cache in milliseconds."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date, timedelta
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.answers.batch import DEFAULT_QUESTION
+from app.answers.pipeline import explain
+from app.answers.schemas import ExplanationRequest, ExplanationResponse
+from app.data.database import autocommit
+from app.data.tenants import principal_for
+from app.inference.engine import Engine
+from app.inference.scheduler import Scheduler
+from app.prompts import PROMPT_VERSION
+from app.settings import Settings
+from app.timing import Stopwatch
+
+# The latest statement of each account that closed recently and has no fresh cached answer.
+_WANTED = text("""
+SELECT s.tenant_id, a.ref, s.period_end
+FROM accounts a
+JOIN customers c ON c.tenant_id = a.tenant_id AND c.id = a.customer_id
+JOIN LATERAL (SELECT * FROM statements s WHERE s.tenant_id = a.tenant_id AND s.account_id = a.id
+              ORDER BY s.period_end DESC LIMIT 1) s ON true
+WHERE s.period_end >= :since AND s.period_end <= :today
+  AND (CAST(:tenant AS text) IS NULL OR a.tenant_id = (SELECT id FROM tenants WHERE slug = :tenant))
+  AND NOT EXISTS (SELECT 1 FROM answer_cache k
+                  WHERE k.tenant_id = s.tenant_id AND k.statement_id = s.id AND k.data_version = s.data_version
+                    AND k.intent = 'bill_change' AND k.locale = c.locale AND k.prompt_version = :prompt_version
+                    AND k.model = :model AND k.as_of = :today)
+ORDER BY s.tenant_id, a.ref
+""")
+
+
+async def wanted(
+    db: AsyncEngine, model: str, today: date, days: int, tenant: str | None
+) -> list[tuple[int, str, date]]:
+    async with autocommit(db) as conn:
+        rows = await conn.execute(
+            _WANTED,
+            {
+                "since": today - timedelta(days=days),
+                "today": today,
+                "tenant": tenant,
+                "prompt_version": PROMPT_VERSION,
+                "model": model,
+            },
+        )
+        return [(t, ref, end) for t, ref, end in rows.all()]
+
+
+async def precompute(
+    db: AsyncEngine,
+    llm: Engine,
+    scheduler: Scheduler,
+    settings: Settings,
+    todo: list[tuple[int, str, date]],
+    today: date,
+    on_done: Callable[[ExplanationResponse], None] = lambda answer: None,
+) -> None:
+    """Answer each statement's bill-change question as of today; validated answers land in the cache."""
+    for tenant_id, account_ref, period_end in todo:
+        async with autocommit(db) as conn:
+            principal = await principal_for(conn, tenant_id)
+        assert principal is not None
+        request = ExplanationRequest(
+            account_ref=account_ref, question=DEFAULT_QUESTION, statement_period_end=period_end, as_of=today,
+            channel="batch",
+        )  # fmt: skip
+        on_done(
+            await explain(
+                db, llm, scheduler, settings, principal, request, channel="batch", today=today, stopwatch=Stopwatch()
+            )
+        )
