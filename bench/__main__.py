@@ -1,14 +1,15 @@
-"""./scripts/dev bench [explain|prefix|priorities|ladder] [options]: see each module's docstring."""
+"""./scripts/dev bench [explain|prefix|priorities|ladder|cache] [options]: see each module's docstring."""
 
 import sys
 
-from bench import explain_load, ladder, prefix_cache, priorities
+from bench import answer_cache, explain_load, ladder, prefix_cache, priorities
 
 BENCHES = {
     "explain": explain_load.main,
     "prefix": prefix_cache.main,
     "priorities": priorities.main,
     "ladder": ladder.main,
+    "cache": answer_cache.main,
 }
 
 if len(sys.argv) > 1 and sys.argv[1] in BENCHES:
