@@ -1,5 +1,5 @@
-"""The straight line from a question to an audited answer:
-records -> facts -> intent -> deterministic text -> prompt -> engine -> validation -> audit."""
+"""The straight line from a question to an audited answer: admission -> records -> facts -> intent ->
+deterministic text -> answer cache -> prompt -> engine -> validation -> cache -> audit."""
 
 from __future__ import annotations
 
