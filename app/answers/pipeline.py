@@ -126,10 +126,6 @@ async def _answer(
         labels = {e.label for e in facts.entries}
         intent = classify(request.question, labels)
     locale = request.locale or history.customer_locale
-    with stopwatch.stage("explain"):
-        explanation = render_fallback(
-            intent, facts, locale, policy=principal.policy, focus=mentioned(request.question, labels)
-        )
 
     answer_id = uuid.uuid4()
     source, reason, usage, model = "fallback", None, None, None
@@ -147,6 +143,10 @@ async def _answer(
             hit = msgspec.structs.replace(msgspec.json.decode(cached, type=ExplanationResponse), source="cache")
             return await _audit(db, principal, request, history.account_id, facts.statement.id, channel, hit, None,
                                 stopwatch)  # fmt: skip
+    with stopwatch.stage("explain"):  # the deterministic answer: served, or kept for a fallback
+        explanation = render_fallback(
+            intent, facts, locale, policy=principal.policy, focus=mentioned(request.question, labels)
+        )
     if intent == "out_of_scope":
         reason = "out_of_scope"  # a polite refusal needs no model
     elif llm is None:

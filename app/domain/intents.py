@@ -12,7 +12,6 @@ from collections.abc import Iterable
 from typing import Literal
 
 Intent = Literal["bill_change", "charge", "fees_interest", "payment", "out_of_scope"]
-INTENTS: tuple[Intent, ...] = ("bill_change", "charge", "fees_interest", "payment", "out_of_scope")
 
 _RULES: list[tuple[Intent, re.Pattern[str]]] = [
     # Requests the assistant cannot serve, even when they mention the bill: a person must.

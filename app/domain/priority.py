@@ -23,9 +23,7 @@ scheduler agrees with ours.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
-Channel = Literal["widget", "console", "api", "batch"]
 CHANNEL_LEVEL: dict[str, int] = {"widget": 3, "console": 2, "api": 1, "batch": 0}
 CLASS_CAP: dict[str, int] = {"interactive": 3, "standard": 2, "batch": 1}
 # How long a request may wait for the engine before it is refused (a person gives up; a job retries).

@@ -96,7 +96,6 @@ class EmbeddedEngine:
         first: float | None = None
         final: dict[str, Any] | None = None
         finish_reason = "abort"
-        completion_chars = 0
         worker = loop.run_in_executor(self._executor, run)
         try:
             while (chunk := await chunks.get()) is not None:
@@ -106,7 +105,6 @@ class EmbeddedEngine:
                 if text := choice.get("text"):
                     if first is None:
                         first = perf_counter()
-                    completion_chars += len(text)
                     yield TextDelta(text)
                 if choice.get("finish_reason"):
                     finish_reason = choice["finish_reason"]

@@ -131,9 +131,8 @@ class Scheduler:
         busy = self.in_flight - self.capacity + 1
         return max(0, ahead + busy) * self.service_time_s / self.capacity
 
-    def queued(self, level: int | None = None) -> int:
-        levels = LEVELS if level is None else (level,)
-        return sum(len(q) for lvl in levels for q in self._queues[lvl].values())
+    def queued(self) -> int:
+        return sum(len(q) for lvl in LEVELS for q in self._queues[lvl].values())
 
     async def shutdown(self, timeout_s: float = 30.0) -> None:
         """Refuse new and queued work; wait (up to timeout_s) for admitted work to finish."""
