@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -72,6 +73,16 @@ class Settings:
     batch_worker: bool
     batch_poll_s: float
     batch_lease_s: float
+    # Signs customer session tokens (the chat widget's credential). Unset: a random secret per
+    # process, so tokens die with it; set the same secret on every replica.
+    session_secret: str
+    # Lifetime of a customer session token and of an agent's console session.
+    session_ttl_s: float
+    console_session_ttl_s: float
+    # Console cookies only over HTTPS (turn off for plain-HTTP development and tests).
+    cookie_secure: bool
+    # Serve /demo: a demo bank page embedding the chat widget for a demo customer (demo mode only).
+    demo_page: bool
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -104,6 +115,11 @@ class Settings:
             batch_worker=_flag(e.get("BATCH_WORKER"), default=True),
             batch_poll_s=float(e.get("BATCH_POLL_S", "0.5")),
             batch_lease_s=float(e.get("BATCH_LEASE_S", "120")),
+            session_secret=e.get("SESSION_SECRET") or secrets.token_urlsafe(32),
+            session_ttl_s=float(e.get("SESSION_TTL_S", "900")),
+            console_session_ttl_s=float(e.get("CONSOLE_SESSION_TTL_S", "28800")),
+            cookie_secure=_flag(e.get("COOKIE_SECURE"), default=True),
+            demo_page=_flag(e.get("DEMO_PAGE")),
         )
 
 

@@ -1,13 +1,16 @@
-"""Asks the engine for a schema-constrained answer and reports what happened, never raising."""
+"""Asks the engine for a schema-constrained answer, streamed or whole, and reports what happened;
+engine failures and timeouts become reasons, never exceptions."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 import msgspec
 
 from app.answers.schemas import Usage
-from app.inference.engine import Engine, EngineError, Finished, GenerationRequest, TextDelta
+from app.answers.streaming import AnswerTextDecoder
+from app.inference.engine import Engine, EngineError, Event, Finished, GenerationRequest, TextDelta
 from app.prompts import RenderedPrompt
 from app.timing import Stopwatch
 
@@ -31,17 +34,12 @@ class Outcome(msgspec.Struct, frozen=True):
     spec_accept_rate: float | None = None
 
 
-async def ask_model(
-    engine: Engine,
-    prompt: RenderedPrompt,
-    *,
-    request_id: str,
-    priority: int,
-    max_tokens: int,
-    timeout_s: float,
-    stopwatch: Stopwatch,
-) -> Outcome:
-    request = GenerationRequest(
+# Engine streams run in tasks of their own (below); kept here until they end so none is collected.
+_PRODUCERS: set[asyncio.Task[None]] = set()
+
+
+def answer_request(prompt: RenderedPrompt, *, request_id: str, priority: int, max_tokens: int) -> GenerationRequest:
+    return GenerationRequest(
         request_id=request_id,
         prompt=prompt.text,
         max_tokens=max_tokens,
@@ -49,36 +47,79 @@ async def ask_model(
         json_schema=ANSWER_SCHEMA,
         priority=priority,
     )
+
+
+async def stream_model(
+    engine: Engine, request: GenerationRequest, *, timeout_s: float, stopwatch: Stopwatch
+) -> AsyncIterator[str | Outcome]:
+    """The answer's text as the model writes it, then exactly one Outcome.
+
+    The engine's stream runs in a task of its own and hands events over a queue: however this
+    generator ends (finished, timed out, or closed because the caller went away, even from inside
+    another task group's cancellation), that task is cancelled and the engine aborts the request."""
+    events: asyncio.Queue[Event | Exception] = asyncio.Queue()
+
+    async def pump() -> None:
+        try:
+            async for event in engine.generate(request):
+                events.put_nowait(event)
+        except Exception as exc:  # handed to the reader, which decides
+            events.put_nowait(exc)
+
+    producer = asyncio.get_running_loop().create_task(pump())
+    _PRODUCERS.add(producer)
+    producer.add_done_callback(_PRODUCERS.discard)
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    began = stopwatch.elapsed_ms()
     chunks: list[str] = []
+    decoder = AnswerTextDecoder()
     final: Finished | None = None
-
-    async def consume() -> None:
-        nonlocal final
-        async for event in engine.generate(request):
-            if isinstance(event, TextDelta):
-                chunks.append(event.text)
-            else:
-                final = event
-
     try:
         with stopwatch.stage("engine"):
-            # Timing out cancels the stream, and the engine aborts the request.
-            await asyncio.wait_for(consume(), timeout_s)
-    except TimeoutError:
-        return Outcome(text=None, reason="engine_timeout", usage=None)
-    except EngineError as exc:
-        return Outcome(text=None, reason=f"engine_error:{str(exc)[:200]}", usage=None)
-    assert final is not None  # an engine ends every stream with Finished
-    stopwatch.stages["ttft"] = final.ttft_ms
-    stopwatch.stages["decode"] = final.decode_ms
+            while final is None:
+                try:
+                    async with asyncio.timeout_at(deadline):
+                        event = await events.get()
+                except TimeoutError:
+                    yield Outcome(text=None, reason="engine_timeout", usage=None)
+                    return
+                if isinstance(event, EngineError):
+                    yield Outcome(text=None, reason=f"engine_error:{str(event)[:200]}", usage=None)
+                    return
+                if isinstance(event, Exception):
+                    raise event
+                if isinstance(event, TextDelta):
+                    chunks.append(event.text)
+                    if text := decoder.feed(event.text):
+                        yield text
+                else:
+                    final = event
+    finally:
+        producer.cancel()  # a no-op once the stream has ended
+    stopwatch.record("ttft", began, final.ttft_ms)
+    stopwatch.record("decode", began + final.ttft_ms, final.decode_ms)
     if final.queue_ms is not None:
-        stopwatch.stages["queue"] = final.queue_ms
+        stopwatch.record("queue", began, final.queue_ms)
+    yield _outcome(final, "".join(chunks))
+
+
+def _outcome(final: Finished, output: str) -> Outcome:
     usage = Usage(final.prompt_tokens, final.cached_tokens, final.completion_tokens)
     spec = final.spec_accept_rate
     if final.finish_reason == "length":
         return Outcome(text=None, reason="truncated", usage=usage, spec_accept_rate=spec)
     try:
-        answer = msgspec.json.decode("".join(chunks), type=ModelAnswer)
+        answer = msgspec.json.decode(output, type=ModelAnswer)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return Outcome(text=None, reason="invalid_json", usage=usage, spec_accept_rate=spec)
     return Outcome(text=answer.answer, reason=None, usage=usage, spec_accept_rate=spec)
+
+
+async def ask_model(engine: Engine, request: GenerationRequest, *, timeout_s: float, stopwatch: Stopwatch) -> Outcome:
+    """The whole answer at once (the JSON API, console, batch): stream_model's outcome."""
+    outcome: Outcome | None = None
+    async for item in stream_model(engine, request, timeout_s=timeout_s, stopwatch=stopwatch):
+        if isinstance(item, Outcome):
+            outcome = item
+    assert outcome is not None  # stream_model always ends with one
+    return outcome

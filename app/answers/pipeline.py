@@ -1,9 +1,16 @@
 """The straight line from a question to an audited answer: admission -> records -> facts -> intent ->
-deterministic text -> answer cache -> prompt -> engine -> validation -> cache -> audit."""
+answer cache -> deterministic text -> prompt -> engine -> validation -> cache -> audit.
+
+`explain` gives the whole answer (JSON API, console, batch); `converse` gives the same steps as
+events for the chat widget: the facts first, then the text as the model writes it, then the
+validated answer (or the deterministic text that replaces it)."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import date
 
 import msgspec
@@ -11,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.answers import cache
 from app.answers.cache import CACHEABLE_INTENTS, CacheKey
-from app.answers.generation import ask_model
+from app.answers.generation import Outcome, answer_request, ask_model, stream_model
 from app.answers.schemas import (
     ExplanationRequest,
     ExplanationResponse,
@@ -27,8 +34,9 @@ from app.data.tenants import Principal
 from app.domain.facts import BillFacts, compute_facts
 from app.domain.intents import Intent, classify, mentioned
 from app.domain.priority import QUEUE_DEADLINE_S, effective_level
+from app.domain.records import AccountHistory
 from app.domain.validation import validate
-from app.inference.engine import Engine
+from app.inference.engine import Engine, GenerationRequest
 from app.inference.scheduler import Scheduler
 from app.metrics import ANSWERS, CACHED_TOKENS, COMPLETION_TOKENS, FALLBACKS, PROMPT_TOKENS, SPEC_ACCEPT_RATE
 from app.prompts import PROMPT_VERSION, render_fallback, render_prompt
@@ -40,41 +48,58 @@ class NotFound(LookupError):
     """The tenant has no such account or statement (another tenant's account looks the same)."""
 
 
-def _response(
-    answer_id: uuid.UUID,
-    facts: BillFacts,
-    *,
-    explanation: str,
-    locale: str,
-    source: str,
-    intent: Intent,
-    model: str | None,
-    usage: Usage | None,
-    timings: dict[str, float],
-) -> ExplanationResponse:
-    s = facts.statement
-    return ExplanationResponse(
-        answer_id=str(answer_id),
-        account_ref=facts.account_ref,
-        currency=facts.currency,
-        statement=StatementOut(s.period_start, s.period_end, s.due_date, s.minimum_due),
-        totals=TotalsOut(current=s.new_balance, previous=facts.previous_balance, difference=facts.difference),
-        drivers=facts.drivers,
-        payment=PaymentOut(
-            status=facts.payment.status,
-            paid_amount=facts.payment.paid_amount,
-            outstanding=facts.payment.outstanding,
-            as_of=facts.as_of,
-        ),
-        explanation=explanation,
-        locale=locale,  # type: ignore[arg-type]  # checked by the request schema or the database
-        source=source,  # type: ignore[arg-type]
-        intent=intent,
-        prompt_version=PROMPT_VERSION,
-        timings_ms=timings,
-        model=model,
-        usage=usage,
-    )
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One question being answered: who asks, through which channel, about which facts."""
+
+    db: AsyncEngine
+    llm: Engine | None
+    settings: Settings
+    principal: Principal
+    request: ExplanationRequest
+    channel: str
+    level: int
+    stopwatch: Stopwatch
+    history: AccountHistory
+    facts: BillFacts
+    intent: Intent
+    locale: str
+    as_of: date
+    answer_id: uuid.UUID
+
+
+# Events of a conversation (`converse`), in this order: Facts, Delta*, Replace?, Final.
+class Facts(msgspec.Struct, frozen=True):
+    answer: ExplanationResponse  # totals, drivers, payment status; no text yet
+
+
+class Delta(msgspec.Struct, frozen=True):
+    text: str
+
+
+class Replace(msgspec.Struct, frozen=True):
+    text: str  # the deterministic answer, instead of model text that failed validation
+    reason: str
+
+
+class Final(msgspec.Struct, frozen=True):
+    answer: ExplanationResponse
+
+
+ChatEvent = Facts | Delta | Replace | Final
+
+
+@asynccontextmanager
+async def _admitted(
+    scheduler: Scheduler, settings: Settings, principal: Principal, channel: str, stopwatch: Stopwatch
+) -> AsyncIterator[int]:
+    """Admission (rate limit, priority, fairness, deadline) for as long as the answer takes; the level."""
+    level = effective_level(principal.priority_class, channel)
+    deadline_s = QUEUE_DEADLINE_S[channel] * settings.queue_deadline_scale
+    async with scheduler.admit(principal.tenant_slug, principal.limits, level, deadline_s) as ticket:
+        wait_ms = ticket.wait_s * 1000
+        stopwatch.record("admission", stopwatch.elapsed_ms() - wait_ms, wait_ms)
+        yield level
 
 
 async def explain(
@@ -88,16 +113,60 @@ async def explain(
     channel: str,
     today: date,
     stopwatch: Stopwatch,
+    use_cache: bool = True,
 ) -> ExplanationResponse:
-    """Admission first (rate limit, priority, fairness, deadline), then the answer."""
-    level = effective_level(principal.priority_class, channel)
-    deadline_s = QUEUE_DEADLINE_S[channel] * settings.queue_deadline_scale
-    async with scheduler.admit(principal.tenant_slug, principal.limits, level, deadline_s) as ticket:
-        stopwatch.stages["admission"] = ticket.wait_s * 1000
-        return await _answer(db, llm, settings, principal, request, channel, level, today, stopwatch)
+    """The whole answer. `use_cache=False` asks the model again (the console's regenerate)."""
+    async with _admitted(scheduler, settings, principal, channel, stopwatch) as level:
+        turn = await _turn(db, llm, settings, principal, request, channel, level, today, stopwatch)
+        if use_cache and (hit := await _cached(turn)) is not None:
+            return await _audit(turn, hit, None)
+        fallback = _deterministic(turn)
+        outcome = None
+        if (llm := _model_for(turn)) is not None:
+            outcome = await ask_model(llm, _generation(turn), timeout_s=settings.engine_timeout_s, stopwatch=stopwatch)
+        return await _conclude(turn, fallback, outcome)
 
 
-async def _answer(
+async def converse(
+    db: AsyncEngine,
+    llm: Engine | None,
+    scheduler: Scheduler,
+    settings: Settings,
+    principal: Principal,
+    request: ExplanationRequest,
+    *,
+    customer_ref: str,
+    today: date,
+    stopwatch: Stopwatch,
+) -> AsyncIterator[ChatEvent]:
+    """The chat widget's answer as events, for one customer's own accounts (any other: NotFound).
+    Admission is held until the generator ends; run it to its first event (Facts) before
+    answering, so that shedding and NotFound still become HTTP statuses."""
+    async with _admitted(scheduler, settings, principal, "widget", stopwatch) as level:
+        turn = await _turn(db, llm, settings, principal, request, "widget", level, today, stopwatch, customer_ref)
+        yield Facts(_response(turn, explanation="", source="fallback", model=None, usage=None))
+        if (hit := await _cached(turn)) is not None:
+            yield Delta(hit.explanation)
+            yield Final(await _audit(turn, hit, None))
+            return
+        fallback = _deterministic(turn)
+        outcome = None
+        if (llm := _model_for(turn)) is not None:
+            stream = stream_model(llm, _generation(turn), timeout_s=settings.engine_timeout_s, stopwatch=stopwatch)
+            async for item in stream:
+                if isinstance(item, Outcome):
+                    outcome = item
+                else:
+                    yield Delta(item)
+        else:
+            yield Delta(fallback)
+        answer = await _conclude(turn, fallback, outcome)
+        if outcome is not None and answer.source == "fallback":
+            yield Replace(answer.explanation, reason=outcome.reason or "invalid")
+        yield Final(answer)
+
+
+async def _turn(
     db: AsyncEngine,
     llm: Engine | None,
     settings: Settings,
@@ -107,124 +176,159 @@ async def _answer(
     level: int,
     today: date,
     stopwatch: Stopwatch,
-) -> ExplanationResponse:
+    customer_ref: str | None = None,
+) -> Turn:
     as_of = request.as_of or today
     with stopwatch.stage("db"):
         async with autocommit(db) as conn:
             history = await load_history(
                 conn, principal.tenant_id, request.account_ref, request.statement_period_end, as_of
             )
-    if history is None:
+    # Another customer's account is exactly as unknown as a missing one.
+    if history is None or (customer_ref is not None and history.customer_ref != customer_ref):
         raise NotFound(f"account {request.account_ref!r} not found")
     wanted = request.statement_period_end
     if not history.statements or (wanted and history.statements[-1].period_end != wanted):
         which = f"ending on {wanted}" if wanted else "yet"
         raise NotFound(f"account {request.account_ref!r} has no statement {which}")
-
     with stopwatch.stage("facts"):
         facts = compute_facts(history, as_of)
-        labels = {e.label for e in facts.entries}
-        intent = classify(request.question, labels)
-    locale = request.locale or history.customer_locale
+        intent = classify(request.question, {e.label for e in facts.entries})
+    return Turn(
+        db, llm, settings, principal, request, channel, level, stopwatch, history, facts, intent,
+        request.locale or history.customer_locale, as_of, uuid.uuid4(),
+    )  # fmt: skip
 
-    answer_id = uuid.uuid4()
-    source, reason, usage, model = "fallback", None, None, None
-    cache_key = None
-    if llm is not None and intent in CACHEABLE_INTENTS:
-        cache_key = CacheKey(
-            principal.tenant_id, facts.statement.id, history.statements[-1].data_version, intent, locale,
-            PROMPT_VERSION, llm.model, as_of,
+
+def _cache_key(turn: Turn) -> CacheKey | None:
+    if turn.llm is None or turn.intent not in CACHEABLE_INTENTS:
+        return None
+    return CacheKey(
+        turn.principal.tenant_id, turn.facts.statement.id, turn.history.statements[-1].data_version, turn.intent,
+        turn.locale, PROMPT_VERSION, turn.llm.model, turn.as_of,
+    )  # fmt: skip
+
+
+async def _cached(turn: Turn) -> ExplanationResponse | None:
+    """A validated model answer to the same question about the same data, template and model."""
+    key = _cache_key(turn)
+    if key is None:
+        return None
+    with turn.stopwatch.stage("cache"):
+        async with autocommit(turn.db) as conn:
+            cached = await cache.lookup(conn, key)
+    if cached is None:
+        return None
+    # The original answer, its id included; only the source and the timings are this request's.
+    return msgspec.structs.replace(msgspec.json.decode(cached, type=ExplanationResponse), source="cache")
+
+
+def _deterministic(turn: Turn) -> str:
+    """The answer served when the model is not asked or fails: rendered from the facts alone."""
+    with turn.stopwatch.stage("explain"):
+        labels = {e.label for e in turn.facts.entries}
+        return render_fallback(
+            turn.intent, turn.facts, turn.locale, policy=turn.principal.policy,
+            focus=mentioned(turn.request.question, labels),
         )  # fmt: skip
-        with stopwatch.stage("cache"):
-            async with autocommit(db) as conn:
-                cached = await cache.lookup(conn, cache_key)
-        if cached is not None:
-            # The original answer, its id included; only the source and the timings are this request's.
-            hit = msgspec.structs.replace(msgspec.json.decode(cached, type=ExplanationResponse), source="cache")
-            return await _audit(db, principal, request, history.account_id, facts.statement.id, channel, hit, None,
-                                stopwatch)  # fmt: skip
-    with stopwatch.stage("explain"):  # the deterministic answer: served, or kept for a fallback
-        explanation = render_fallback(
-            intent, facts, locale, policy=principal.policy, focus=mentioned(request.question, labels)
+
+
+def _model_for(turn: Turn) -> Engine | None:
+    return turn.llm if turn.intent != "out_of_scope" else None  # a polite refusal needs no model
+
+
+def _generation(turn: Turn) -> GenerationRequest:
+    with turn.stopwatch.stage("prompt"):
+        prompt = render_prompt(
+            policy=turn.principal.policy,
+            intent=turn.intent,
+            facts=turn.facts,
+            question=turn.request.question,
+            locale=turn.locale,
+            chat_template=turn.settings.chat_template,
+            layout=turn.settings.prompt_layout,
         )
-    if intent == "out_of_scope":
-        reason = "out_of_scope"  # a polite refusal needs no model
-    elif llm is None:
-        reason = "engine_off"
+    return answer_request(
+        prompt, request_id=turn.answer_id.hex, priority=turn.level, max_tokens=turn.settings.engine_max_tokens
+    )
+
+
+async def _conclude(turn: Turn, fallback: str, outcome: Outcome | None) -> ExplanationResponse:
+    """Validate the model's answer against the facts; serve it, or the deterministic text; remember
+    a validated answer; audit."""
+    explanation, source, model, usage = fallback, "fallback", None, None
+    if outcome is None:
+        reason: str | None = "out_of_scope" if turn.intent == "out_of_scope" else "engine_off"
     else:
-        with stopwatch.stage("prompt"):
-            prompt = render_prompt(
-                policy=principal.policy,
-                intent=intent,
-                facts=facts,
-                question=request.question,
-                locale=locale,
-                chat_template=settings.chat_template,
-                layout=settings.prompt_layout,
-            )
-        outcome = await ask_model(
-            llm,
-            prompt,
-            request_id=answer_id.hex,
-            priority=level,
-            max_tokens=settings.engine_max_tokens,
-            timeout_s=settings.engine_timeout_s,
-            stopwatch=stopwatch,
-        )
-        model = llm.model
-        usage = outcome.usage
+        assert turn.llm is not None
+        model, usage, reason = turn.llm.model, outcome.usage, outcome.reason
+        tenant = turn.principal.tenant_slug
         if usage is not None:
-            PROMPT_TOKENS.labels(principal.tenant_slug).inc(usage.prompt_tokens)
-            CACHED_TOKENS.labels(principal.tenant_slug).inc(usage.cached_tokens)
-            COMPLETION_TOKENS.labels(principal.tenant_slug).inc(usage.completion_tokens)
+            PROMPT_TOKENS.labels(tenant).inc(usage.prompt_tokens)
+            CACHED_TOKENS.labels(tenant).inc(usage.cached_tokens)
+            COMPLETION_TOKENS.labels(tenant).inc(usage.completion_tokens)
         if outcome.spec_accept_rate is not None:
             SPEC_ACCEPT_RATE.observe(outcome.spec_accept_rate)
-        reason = outcome.reason
         if outcome.text is not None:
-            with stopwatch.stage("validate"):
-                verdict = validate(outcome.text, facts, locale)
+            with turn.stopwatch.stage("validate"):
+                verdict = validate(outcome.text, turn.facts, turn.locale)
             if verdict.ok:
                 explanation, source = outcome.text.strip(), "model"
             else:
                 reason = verdict.reason
     if reason is not None:
         FALLBACKS.labels(reason=reason.split(":", 1)[0]).inc()
-
-    answer = _response(
-        answer_id, facts, explanation=explanation, locale=locale, source=source, intent=intent,
-        model=model, usage=usage, timings=stopwatch.snapshot(),
-    )  # fmt: skip
-    if source == "model" and cache_key is not None:  # only validated answers are remembered
-        async with autocommit(db) as conn:
-            await cache.store(conn, cache_key, msgspec.json.encode(answer).decode())
-    return await _audit(db, principal, request, history.account_id, facts.statement.id, channel, answer, reason,
-                        stopwatch)  # fmt: skip
+    answer = _response(turn, explanation=explanation, source=source, model=model, usage=usage)
+    key = _cache_key(turn)
+    if source == "model" and key is not None:  # only validated answers are remembered
+        async with autocommit(turn.db) as conn:
+            await cache.store(conn, key, msgspec.json.encode(answer).decode())
+    return await _audit(turn, answer, reason)
 
 
-async def _audit(
-    db: AsyncEngine,
-    principal: Principal,
-    request: ExplanationRequest,
-    account_id: int,
-    statement_id: int,
-    channel: str,
-    answer: ExplanationResponse,
-    reason: str | None,
-    stopwatch: Stopwatch,
+def _response(
+    turn: Turn, *, explanation: str, source: str, model: str | None, usage: Usage | None
 ) -> ExplanationResponse:
+    facts, s = turn.facts, turn.facts.statement
+    return ExplanationResponse(
+        answer_id=str(turn.answer_id),
+        account_ref=facts.account_ref,
+        currency=facts.currency,
+        statement=StatementOut(s.period_start, s.period_end, s.due_date, s.minimum_due),
+        totals=TotalsOut(current=s.new_balance, previous=facts.previous_balance, difference=facts.difference),
+        drivers=facts.drivers,
+        payment=PaymentOut(
+            status=facts.payment.status,
+            paid_amount=facts.payment.paid_amount,
+            outstanding=facts.payment.outstanding,
+            as_of=facts.as_of,
+        ),
+        explanation=explanation,
+        locale=turn.locale,  # type: ignore[arg-type]  # checked by the request schema or the database
+        source=source,  # type: ignore[arg-type]
+        intent=turn.intent,
+        prompt_version=PROMPT_VERSION,
+        timings_ms=turn.stopwatch.snapshot(),
+        model=model,
+        usage=usage,
+    )
+
+
+async def _audit(turn: Turn, answer: ExplanationResponse, reason: str | None) -> ExplanationResponse:
     """Every answered request leaves a row (its own id: a cache hit repeats an earlier answer's id)."""
+    stopwatch = turn.stopwatch
     ANSWERS.labels(source=answer.source).inc()
     answer = msgspec.structs.replace(answer, timings_ms=stopwatch.snapshot())
     with stopwatch.stage("audit"):
-        async with autocommit(db) as conn:
+        async with autocommit(turn.db) as conn:
             await record_answer(
                 conn,
                 answer_id=uuid.UUID(answer.answer_id) if answer.source != "cache" else uuid.uuid4(),
-                tenant_id=principal.tenant_id,
-                account_id=account_id,
-                statement_id=statement_id,
-                channel=channel,
-                question=request.question,
+                tenant_id=turn.principal.tenant_id,
+                account_id=turn.history.account_id,
+                statement_id=turn.facts.statement.id,
+                channel=turn.channel,
+                question=turn.request.question,
                 locale=answer.locale,
                 answer_json=msgspec.json.encode(answer).decode(),
                 source=answer.source,
@@ -234,5 +338,6 @@ async def _audit(
                 usage_json=msgspec.json.encode(answer.usage).decode() if answer.usage else None,
                 fallback_reason=reason,
                 timings_json=msgspec.json.encode(answer.timings_ms).decode(),
+                stage_starts_json=msgspec.json.encode(stopwatch.starts).decode(),
             )
     return msgspec.structs.replace(answer, timings_ms=stopwatch.snapshot())

@@ -10,9 +10,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 # Text SQL with JSON passed as a string: the answer is already encoded once for the response.
 _INSERT = text("""
 INSERT INTO answers (id, tenant_id, account_id, statement_id, channel, question, locale, answer, source,
-                     intent, prompt_version, model, usage, fallback_reason, timings)
+                     intent, prompt_version, model, usage, fallback_reason, timings, stage_starts)
 VALUES (:id, :tenant_id, :account_id, :statement_id, :channel, :question, :locale, CAST(:answer AS jsonb),
-        :source, :intent, :prompt_version, :model, CAST(:usage AS jsonb), :fallback_reason, CAST(:timings AS jsonb))
+        :source, :intent, :prompt_version, :model, CAST(:usage AS jsonb), :fallback_reason, CAST(:timings AS jsonb),
+        CAST(:stage_starts AS jsonb))
 """)
 
 
@@ -34,6 +35,7 @@ async def record_answer(
     usage_json: str | None,
     fallback_reason: str | None,
     timings_json: str,
+    stage_starts_json: str | None = None,
 ) -> None:
     await conn.execute(
         _INSERT,
@@ -53,5 +55,6 @@ async def record_answer(
             "usage": usage_json,
             "fallback_reason": fallback_reason,
             "timings": timings_json,
+            "stage_starts": stage_starts_json,
         },
     )

@@ -193,6 +193,7 @@ class Answer(Base):
         CheckConstraint(_in("channel", CHANNELS), name="channel"),
         CheckConstraint(_in("source", ANSWER_SOURCES), name="source"),
         Index(None, "tenant_id", "created_at"),
+        Index(None, "account_id", "created_at"),  # the console's answers for an account
     )
 
     id: Mapped[uuid.UUID] = mapped_column(UUID(as_uuid=True), primary_key=True)
@@ -210,6 +211,7 @@ class Answer(Base):
     usage: Mapped[dict[str, int] | None] = mapped_column(JSONB)
     fallback_reason: Mapped[str | None] = mapped_column(Text)  # why the model's answer was not served
     timings: Mapped[dict[str, float]] = mapped_column(JSONB)
+    stage_starts: Mapped[dict[str, float] | None] = mapped_column(JSONB)  # ms after arrival: the waterfall
     created_at: Mapped[datetime] = _created_at()
 
 
@@ -276,3 +278,30 @@ class JobItem(Base):
     error: Mapped[str | None] = mapped_column(Text)
     # A worker's lease: an item whose worker died is taken again once this has passed.
     claimed_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Agent(Base):
+    """A bank employee who uses the console; passwords are kept as scrypt hashes (app/data/agents.py)."""
+
+    __tablename__ = "agents"
+    __table_args__ = (UniqueConstraint("tenant_id", "username"),)
+
+    id: Mapped[int] = _id()
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    username: Mapped[str] = mapped_column(String(64))
+    display_name: Mapped[str] = mapped_column(String(200))
+    password_hash: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = _created_at()
+    disabled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class AgentSession(Base):
+    """A console login: the cookie holds a random token, the table only its digest (revocable)."""
+
+    __tablename__ = "agent_sessions"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    agent_id: Mapped[int] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), index=True)
+    csrf_token: Mapped[str] = mapped_column(String(64))  # the forms' synchronizer token
+    created_at: Mapped[datetime] = _created_at()
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
