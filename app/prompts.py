@@ -16,7 +16,7 @@ import msgspec
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from app.domain import formatting
-from app.domain.facts import BillFacts, Entry
+from app.domain.facts import BillFacts, Driver, Entry
 from app.domain.intents import Intent
 from app.domain.policy import TenantPolicy
 from app.settings import PROJECT_ROOT
@@ -146,3 +146,9 @@ def render_fallback(
         **_formatters(facts.currency, locale),
     )
     return _JOINERS[locale].join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def phrases(drivers: Iterable[Driver], status: str, locale: str) -> tuple[list[str], str]:
+    """The words the answers use for each driver and for a payment status, in the customer's language."""
+    macros: Any = _env.get_template(f"macros.{locale}.j2").module
+    return [str(macros.driver(d)) for d in drivers], str(macros.status({"status": status}))

@@ -124,7 +124,8 @@ async def explain(
         outcome = None
         if (llm := _model_for(turn)) is not None:
             outcome = await ask_model(llm, _generation(turn), timeout_s=settings.engine_timeout_s, stopwatch=stopwatch)
-        return await _conclude(turn, fallback, outcome)
+        answer, _ = await _conclude(turn, fallback, outcome)
+        return answer
 
 
 async def converse(
@@ -160,9 +161,9 @@ async def converse(
                     yield Delta(item)
         else:
             yield Delta(fallback)
-        answer = await _conclude(turn, fallback, outcome)
-        if outcome is not None and answer.source == "fallback":
-            yield Replace(answer.explanation, reason=outcome.reason or "invalid")
+        answer, reason = await _conclude(turn, fallback, outcome)
+        if outcome is not None and reason is not None:
+            yield Replace(answer.explanation, reason)
         yield Final(answer)
 
 
@@ -253,9 +254,9 @@ def _generation(turn: Turn) -> GenerationRequest:
     )
 
 
-async def _conclude(turn: Turn, fallback: str, outcome: Outcome | None) -> ExplanationResponse:
+async def _conclude(turn: Turn, fallback: str, outcome: Outcome | None) -> tuple[ExplanationResponse, str | None]:
     """Validate the model's answer against the facts; serve it, or the deterministic text; remember
-    a validated answer; audit."""
+    a validated answer; audit. Returns the answer and why it is not the model's (None: it is)."""
     explanation, source, model, usage = fallback, "fallback", None, None
     if outcome is None:
         reason: str | None = "out_of_scope" if turn.intent == "out_of_scope" else "engine_off"
@@ -283,7 +284,7 @@ async def _conclude(turn: Turn, fallback: str, outcome: Outcome | None) -> Expla
     if source == "model" and key is not None:  # only validated answers are remembered
         async with autocommit(turn.db) as conn:
             await cache.store(conn, key, msgspec.json.encode(answer).decode())
-    return await _audit(turn, answer, reason)
+    return await _audit(turn, answer, reason), reason
 
 
 def _response(

@@ -1,9 +1,9 @@
-"""The explanation request and response, shared by every caller (JSON API now, chat and batch later)."""
+"""The explanation request and response, shared by every caller (JSON API, chat, console, batch)."""
 
 from __future__ import annotations
 
 import re
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Annotated, Literal
 
@@ -18,20 +18,25 @@ Source = Literal["model", "fallback", "cache"]
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-class ExplanationRequest(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+class ChatRequest(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """A question about one account's latest statement (the chat widget asks only this)."""
+
     account_ref: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
     question: Annotated[str, msgspec.Meta(min_length=1, max_length=1000)]
-    statement_period_end: date | None = None
     as_of: date | None = None
     locale: Locale | None = None
-    # Who waits for the answer: a live integration (api) or a job (batch, last in line).
-    channel: Literal["api", "batch"] = "api"
 
     def __post_init__(self) -> None:
         if _CONTROL.search(self.question):
             raise ValueError("question must not contain control characters")
         if not self.question.strip():
             raise ValueError("question must not be blank")
+
+
+class ExplanationRequest(ChatRequest, forbid_unknown_fields=True, frozen=True):
+    statement_period_end: date | None = None
+    # Who waits for the answer: a live integration (api) or a job (batch, last in line).
+    channel: Literal["api", "batch"] = "api"
 
 
 class StatementOut(msgspec.Struct, frozen=True):
@@ -94,3 +99,51 @@ class JobAccepted(msgspec.Struct, frozen=True):
     job_id: str
     total: int
     status: str
+
+
+class SessionRequest(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    customer_ref: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+
+
+class SessionOut(msgspec.Struct, frozen=True):
+    token: str  # for the chat widget: Authorization: Bearer <token>
+    expires_at: datetime
+    customer_ref: str
+
+
+class AccountOut(msgspec.Struct, frozen=True):
+    account_ref: str
+    kind: str
+    currency: str
+    masked_number: str
+
+
+class DriverLine(msgspec.Struct, frozen=True):
+    label: str  # in the customer's words, as the answers say it
+    amount: str  # formatted, signed
+
+
+class FactsDisplay(msgspec.Struct, frozen=True):
+    """The numbers as a customer reads them (formatted on the server, never recomputed in a browser)."""
+
+    current: str
+    previous: str
+    difference: str
+    minimum_due: str
+    due_date: str
+    status: str
+    drivers: list[DriverLine]
+
+
+class ChatFacts(msgspec.Struct, frozen=True):
+    """The chat stream's first event: every number, before any model text."""
+
+    account_ref: str
+    currency: str
+    locale: Locale
+    intent: Intent
+    statement: StatementOut
+    totals: TotalsOut
+    drivers: list[Driver]
+    payment: PaymentOut
+    display: FactsDisplay

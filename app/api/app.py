@@ -18,11 +18,16 @@ from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.logging.config import StructLoggingConfig
 from litestar.openapi import OpenAPIConfig
+from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.plugins.prometheus import PrometheusController
 from litestar.plugins.structlog import StructlogConfig, StructlogPlugin
+from litestar.static_files import create_static_files_router
+from litestar.template.config import TemplateConfig
 
 from app.answers.batch import BatchWorker
 from app.api.auth import KeyCache
+from app.api.chat import ChatController
+from app.api.customer_session import SessionController
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.explanations import ExplanationController
 from app.api.health import health, ready
@@ -34,7 +39,9 @@ from app.inference.factory import build_engine
 from app.inference.scheduler import Scheduler
 from app.metrics import scheduler_hooks
 from app.prompts import load_templates
-from app.settings import Settings
+from app.settings import PROJECT_ROOT, Settings
+
+WEB = PROJECT_ROOT / "app" / "web"  # server-rendered pages (templates/) and the widget's files (static/)
 
 
 def _freeze_startup_objects() -> None:
@@ -129,7 +136,16 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
     )
     key_cache = KeyCache(settings.api_key_cache_ttl)
     return Litestar(
-        route_handlers=[health, ready, ExplanationController, JobController, PrometheusController],
+        route_handlers=[
+            health,
+            ready,
+            ExplanationController,
+            JobController,
+            SessionController,
+            ChatController,
+            PrometheusController,
+            create_static_files_router("/static", [WEB / "static"], include_in_schema=False),
+        ],
         plugins=[SQLAlchemyPlugin(config=db), _structlog(settings)],
         lifespan=[_engine_lifespan],
         dependencies={
@@ -143,5 +159,6 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
         on_startup=[load_templates, _start_batch_worker, _freeze_startup_objects],
         on_shutdown=[_stop_batch_worker],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        template_config=TemplateConfig(directory=WEB / "templates", engine=JinjaTemplateEngine),
         openapi_config=OpenAPIConfig(title="Bill Assistant", version="0.1.0", path="/schema"),
     )

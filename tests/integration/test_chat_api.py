@@ -1,0 +1,273 @@
+"""Customer sessions and the streaming chat API: token scope, event order, validation, shedding,
+and a closed stream reaching the engine."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import time
+from datetime import date
+from typing import Any
+
+import httpx
+import pytest
+from litestar.testing import AsyncTestClient
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.answers.pipeline import converse
+from app.answers.schemas import ExplanationRequest
+from app.api.app import create_app
+from app.api.customer_session import CustomerClaims, InvalidToken, issue_token, read_token
+from app.data.tenants import principal_for, set_limits
+from app.inference.scheduler import Scheduler
+from app.settings import Settings
+from app.timing import Stopwatch
+from tests.factories import account, customer, document
+from tests.fakes.sglang_server import RunningFake, Script
+from tests.servers import ThreadedServer
+
+QUESTION = "Why is my bill higher than last month?"
+SECRET = "test-secret"
+GOOD = "Your new balance is 124.99 EUR, 12.00 EUR more than last month, because of purchases at City Gym."
+BAD = "Your new balance is 999.99 EUR because of a new fee."
+
+
+def settings(**extra: str) -> Settings:
+    return Settings.from_env({"ENGINE": "off", "SESSION_SECRET": SECRET, "API_KEY_CACHE_TTL": "0", **extra})
+
+
+def llm_settings(fake: RunningFake, **extra: str) -> Settings:
+    return settings(ENGINE="sglang", SGLANG_URL=fake.url, **extra)
+
+
+def events(body: str) -> list[tuple[str, dict[str, Any]]]:
+    """(event, data) pairs of a Server-Sent Events body."""
+    out = []
+    for block in body.replace("\r\n", "\n").split("\n\n"):
+        lines = [line for line in block.split("\n") if line and not line.startswith(":")]
+        if not lines:
+            continue
+        fields = dict(line.split(": ", 1) for line in lines)
+        out.append((fields["event"], json.loads(fields["data"])))
+    return out
+
+
+@pytest.fixture
+async def bank(make_tenant: Any, load: Any) -> Any:
+    """Ann (C-1001, account A-1, the 12.00 gym story) and Bo (C-2002, account B-1) at one bank."""
+    tenant = await make_tenant("interactive")
+    await load(document(tenant.slug, [customer(), customer("C-2002", accounts=[account("B-1"), account("B-2")])]))
+    return tenant
+
+
+async def token_for(client: Any, key: str, customer_ref: str = "C-1001") -> str:
+    r = await client.post(
+        "/v1/sessions", json={"customer_ref": customer_ref}, headers={"Authorization": f"Bearer {key}"}
+    )
+    assert r.status_code == 201, r.text
+    return str(r.json()["token"])
+
+
+async def ask(client: Any, token: str, account_ref: str = "A-1", question: str = QUESTION) -> Any:
+    return await client.post(
+        "/v1/chat",
+        json={"account_ref": account_ref, "question": question, "as_of": "2026-11-10"},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+
+
+@pytest.fixture
+async def chat_client(database_url: str) -> Any:
+    async with AsyncTestClient(app=create_app(settings(), database_url)) as client:
+        yield client
+
+
+def test_tokens_are_signed_and_expire() -> None:
+    claims = CustomerClaims(tenant_id=7, customer_ref="C-1", expires=int(time.time()) + 60)
+    token = issue_token(SECRET, claims)
+    assert read_token(SECRET, token) == claims
+    with pytest.raises(InvalidToken, match="not valid"):
+        read_token("another-secret", token)
+    version, _payload, signature = token.split(".")
+    forged = issue_token("x", CustomerClaims(8, "C-1", claims.expires)).split(".")[1]
+    with pytest.raises(InvalidToken, match="not valid"):
+        read_token(SECRET, f"{version}.{forged}.{signature}")  # another tenant, the old signature
+    with pytest.raises(InvalidToken, match="expired"):
+        read_token(SECRET, token, now=claims.expires)
+
+
+async def test_a_session_needs_the_tenants_key_and_its_customer(chat_client: Any, bank: Any) -> None:
+    r = await chat_client.post("/v1/sessions", json={"customer_ref": "C-1001"})
+    assert r.status_code == 401
+    r = await chat_client.post(
+        "/v1/sessions", json={"customer_ref": "C-9999"}, headers={"Authorization": f"Bearer {bank.key}"}
+    )
+    assert r.status_code == 404
+    r = await chat_client.post(
+        "/v1/sessions", json={"customer_ref": "C-1001"}, headers={"Authorization": f"Bearer {bank.key}"}
+    )
+    assert r.status_code == 201
+    body = r.json()
+    assert body["customer_ref"] == "C-1001"
+    assert read_token(SECRET, body["token"]).expires == pytest.approx(time.time() + 900, abs=5)
+
+
+async def test_the_stream_sends_facts_then_text_then_the_audited_answer(
+    chat_client: Any, bank: Any, engine: AsyncEngine
+) -> None:
+    r = await ask(chat_client, await token_for(chat_client, bank.key))
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"].startswith("text/event-stream")
+    assert r.headers["cache-control"] == "no-store"
+    stream = events(r.text)
+    assert [name for name, _ in stream] == ["facts", "delta", "final"]
+    facts, final = stream[0][1], stream[-1][1]
+    assert facts["totals"] == {"current": "124.99", "previous": "112.99", "difference": "12.00"}
+    assert facts["display"] == {
+        "current": "124.99 EUR",
+        "previous": "112.99 EUR",
+        "difference": "+12.00 EUR",
+        "minimum_due": "25.00 EUR",
+        "due_date": "25 November 2026",
+        "status": "not paid yet, not overdue",
+        "drivers": [{"label": "purchases at City Gym", "amount": "+12.00 EUR"}],
+    }
+    assert stream[1][1]["text"] == final["explanation"]
+    assert final["source"] == "fallback"
+    assert "12.00 EUR more" in final["explanation"]
+    async with engine.connect() as conn:
+        row = (
+            await conn.execute(text("SELECT channel, source FROM answers WHERE id = :id"), {"id": final["answer_id"]})
+        ).one()
+    assert tuple(row) == ("widget", "fallback")
+
+
+async def test_a_token_reads_its_own_customers_accounts_only(
+    chat_client: Any, bank: Any, make_tenant: Any, load: Any
+) -> None:
+    other_bank = await make_tenant()
+    await load(document(other_bank.slug, [customer(accounts=[account("Z-1")])]))
+    token = await token_for(chat_client, bank.key)
+    # Bo's account at the same bank, and an account of another bank's C-1001: both unknown to Ann.
+    for ref in ("B-1", "Z-1", "NOPE"):
+        r = await ask(chat_client, token, ref)
+        assert r.status_code == 404, ref
+        assert r.json()["message"] == f"account '{ref}' not found"
+    r = await chat_client.get("/v1/chat/accounts", headers={"Authorization": f"Bearer {token}"})
+    assert [a["account_ref"] for a in r.json()] == ["A-1"]
+    bo = await token_for(chat_client, bank.key, "C-2002")
+    r = await chat_client.get("/v1/chat/accounts", headers={"Authorization": f"Bearer {bo}"})
+    assert [a["account_ref"] for a in r.json()] == ["B-1", "B-2"]
+    # The API key itself is not a session token, and a token is not an API key.
+    assert (await ask(chat_client, bank.key)).status_code == 401
+    r = await chat_client.post(
+        "/v1/explanations",
+        json={"account_ref": "A-1", "question": QUESTION},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert r.status_code == 401
+
+
+async def test_expired_and_forged_tokens_are_refused(chat_client: Any, bank: Any) -> None:
+    expired = issue_token(SECRET, CustomerClaims(bank.id, "C-1001", int(time.time()) - 1))
+    r = await ask(chat_client, expired)
+    assert r.status_code == 401
+    assert "expired" in r.json()["message"]
+    forged = issue_token("guessed", CustomerClaims(bank.id, "C-1001", int(time.time()) + 60))
+    assert (await ask(chat_client, forged)).status_code == 401
+    assert (await ask(chat_client, "not-a-token")).status_code == 401
+
+
+async def test_a_validated_model_answer_streams_in_pieces(
+    database_url: str, bank: Any, fake_sglang: RunningFake
+) -> None:
+    fake_sglang.fake.default = Script(text=json.dumps({"answer": GOOD}))
+    async with AsyncTestClient(app=create_app(llm_settings(fake_sglang), database_url)) as client:
+        r = await ask(client, await token_for(client, bank.key))
+    stream = events(r.text)
+    names = [name for name, _ in stream]
+    assert names[0] == "facts"
+    assert names[-1] == "final"
+    assert "replace" not in names
+    deltas = [data["text"] for name, data in stream if name == "delta"]
+    assert len(deltas) > 5  # token by token, not the whole answer at once
+    assert "".join(deltas) == GOOD == stream[-1][1]["explanation"]
+    assert stream[-1][1]["source"] == "model"
+    assert fake_sglang.fake.requests[-1]["priority"] == 3  # the widget channel of an interactive tenant
+
+
+async def test_an_answer_that_fails_validation_is_replaced(
+    database_url: str, bank: Any, fake_sglang: RunningFake
+) -> None:
+    fake_sglang.fake.default = Script(text=json.dumps({"answer": BAD}))
+    async with AsyncTestClient(app=create_app(llm_settings(fake_sglang), database_url)) as client:
+        r = await ask(client, await token_for(client, bank.key))
+    stream = events(r.text)
+    names = [name for name, _ in stream]
+    assert names[0] == "facts"
+    assert names[-2:] == ["replace", "final"]
+    assert "".join(d["text"] for n, d in stream if n == "delta") == BAD  # what the customer saw streaming...
+    replace, final = stream[-2][1], stream[-1][1]
+    assert replace["reason"].startswith("unknown_amount")
+    assert replace["text"] == final["explanation"]  # ...is replaced by the deterministic answer
+    assert final["source"] == "fallback"
+    assert "999.99" not in final["explanation"]
+
+
+async def test_shedding_is_an_http_status_before_the_stream(chat_client: Any, bank: Any, engine: AsyncEngine) -> None:
+    async with engine.begin() as conn:
+        await set_limits(conn, bank.slug, {"rate_limit_per_s": 0.001})  # a burst of one, then 429
+    token = await token_for(chat_client, bank.key)
+    assert (await ask(chat_client, token)).status_code == 200
+    r = await ask(chat_client, token)
+    assert r.status_code == 429
+    assert int(r.headers["retry-after"]) > 1
+    assert r.json()["error"] == "rate_limited"
+
+
+async def test_closing_the_stream_aborts_the_engine_request(
+    database_url: str, bank: Any, fake_sglang: RunningFake
+) -> None:
+    fake_sglang.fake.default = Script(text=json.dumps({"answer": GOOD * 3}), token_delay_s=0.2)
+    app = create_app(llm_settings(fake_sglang), database_url)
+    server = ThreadedServer(app)
+    try:
+        async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
+            token = await token_for(client, bank.key)
+            body = {"account_ref": "A-1", "question": QUESTION, "as_of": "2026-11-10"}
+            headers = {"Authorization": f"Bearer {token}"}
+            async with client.stream("POST", "/v1/chat", json=body, headers=headers) as r:
+                seen = ""
+                async for chunk in r.aiter_text():
+                    seen += chunk
+                    if "event: delta" in seen:
+                        break  # the model is writing: hang up
+        rid = fake_sglang.fake.requests[-1]["rid"]
+        for _ in range(100):
+            if rid in fake_sglang.fake.aborted and app.state.scheduler.in_flight == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert rid in fake_sglang.fake.aborted
+        assert app.state.scheduler.in_flight == 0  # the admission slot is free again
+    finally:
+        server.stop()
+
+
+async def test_a_stream_that_never_starts_still_frees_its_admission_slot(engine: AsyncEngine, bank: Any) -> None:
+    async with engine.connect() as conn:
+        principal = await principal_for(conn, bank.id)
+    assert principal is not None
+    scheduler = Scheduler(capacity=1)
+    events_ = converse(
+        engine, None, scheduler, settings(), principal, ExplanationRequest("A-1", QUESTION),
+        customer_ref="C-1001", today=date(2026, 11, 10), stopwatch=Stopwatch(),
+    )  # fmt: skip
+    await anext(events_)  # admitted, facts sent: the handler's part
+    assert scheduler.in_flight == 1
+    del events_  # the response is dropped before its body is sent
+    gc.collect()
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert scheduler.in_flight == 0
