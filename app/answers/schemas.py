@@ -109,6 +109,7 @@ class SessionOut(msgspec.Struct, frozen=True):
     token: str  # for the chat widget: Authorization: Bearer <token>
     expires_at: datetime
     customer_ref: str
+    locale: Locale  # the customer's language: the widget's, unless the page says otherwise
 
 
 class AccountOut(msgspec.Struct, frozen=True):

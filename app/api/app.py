@@ -28,6 +28,7 @@ from app.answers.batch import BatchWorker
 from app.api.auth import KeyCache
 from app.api.chat import ChatController
 from app.api.customer_session import SessionController
+from app.api.demo import demo_page
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.explanations import ExplanationController
 from app.api.health import health, ready
@@ -137,6 +138,7 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
     key_cache = KeyCache(settings.api_key_cache_ttl)
     return Litestar(
         route_handlers=[
+            *([demo_page] if settings.demo_page else []),
             health,
             ready,
             ExplanationController,

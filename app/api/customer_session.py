@@ -24,7 +24,7 @@ from app.answers.pipeline import NotFound
 from app.answers.schemas import SessionOut, SessionRequest
 from app.api.auth import KeyCache, provide_principal
 from app.api.request_log import request_state, stopwatch
-from app.data.customers import customer_exists
+from app.data.customers import customer_locale
 from app.data.database import autocommit
 from app.data.tenants import Principal, principal_for
 from app.settings import Settings
@@ -109,12 +109,17 @@ async def provide_customer(
 
 async def start_session(db: AsyncEngine, settings: Settings, principal: Principal, customer_ref: str) -> SessionOut:
     async with autocommit(db) as conn:
-        found = await customer_exists(conn, principal.tenant_id, customer_ref)
-    if not found:
+        locale = await customer_locale(conn, principal.tenant_id, customer_ref)
+    if locale is None:
         raise NotFound(f"customer {customer_ref!r} not found")
     expires = int(time.time() + settings.session_ttl_s)
     token = issue_token(settings.session_secret, CustomerClaims(principal.tenant_id, customer_ref, expires))
-    return SessionOut(token=token, expires_at=datetime.fromtimestamp(expires, UTC), customer_ref=customer_ref)
+    return SessionOut(
+        token=token,
+        expires_at=datetime.fromtimestamp(expires, UTC),
+        customer_ref=customer_ref,
+        locale=locale,  # type: ignore[arg-type]  # checked by the database
+    )
 
 
 class SessionController(Controller):

@@ -1,4 +1,4 @@
-"""A customer's own view: does the customer exist, which accounts are theirs (always within a tenant)."""
+"""A customer's own view: their language, which accounts are theirs (always within a tenant)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.answers.schemas import AccountOut
 
-_EXISTS = text("SELECT 1 FROM customers WHERE tenant_id = :tenant_id AND ref = :ref")
+_LOCALE = text("SELECT locale FROM customers WHERE tenant_id = :tenant_id AND ref = :ref")
 _ACCOUNTS = text("""
 SELECT a.ref, a.kind, a.currency, a.masked_number
 FROM accounts a JOIN customers c ON c.tenant_id = a.tenant_id AND c.id = a.customer_id
@@ -16,8 +16,10 @@ ORDER BY a.ref
 """)
 
 
-async def customer_exists(conn: AsyncConnection, tenant_id: int, customer_ref: str) -> bool:
-    return (await conn.execute(_EXISTS, {"tenant_id": tenant_id, "ref": customer_ref})).first() is not None
+async def customer_locale(conn: AsyncConnection, tenant_id: int, customer_ref: str) -> str | None:
+    """The customer's language; None when the tenant has no such customer."""
+    locale: str | None = (await conn.execute(_LOCALE, {"tenant_id": tenant_id, "ref": customer_ref})).scalar()
+    return locale
 
 
 async def customer_accounts(conn: AsyncConnection, tenant_id: int, customer_ref: str) -> list[AccountOut]:

@@ -1,0 +1,35 @@
+"""GET /demo: a demo bank's page embedding the chat widget, for the demo (DEMO_PAGE=1) only.
+
+It plays the bank's backend too: it asks for the customer's session token server-side, exactly as
+a bank would, and puts only that token in the page."""
+
+from __future__ import annotations
+
+from litestar import get
+from litestar.di import NamedDependency
+from litestar.params import FromQuery
+from litestar.response import Template
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.answers.pipeline import NotFound
+from app.api.customer_session import start_session
+from app.data.database import autocommit
+from app.data.tenants import principal_for, tenant_id
+from app.demo import TENANTS
+from app.settings import Settings
+
+
+@get("/demo", include_in_schema=False)
+async def demo_page(
+    db_engine: NamedDependency[AsyncEngine],
+    settings: NamedDependency[Settings],
+    bank: FromQuery[str] = TENANTS[0].slug,
+    customer: FromQuery[str] = "C-1001",
+) -> Template:
+    async with autocommit(db_engine) as conn:
+        tenant = await tenant_id(conn, bank)
+        principal = await principal_for(conn, tenant) if tenant is not None else None
+    if principal is None:
+        raise NotFound(f"no bank {bank!r}")
+    session = await start_session(db_engine, settings, principal, customer)
+    return Template("demo.html", context={"brand": principal.policy.brand, "session": session})

@@ -1,0 +1,204 @@
+"""The chat widget on the demo bank page, in headless Chromium: the answer streams in, its amounts
+are the facts', a phone-sized screen works, and every refusal reads as a clear message."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from playwright.async_api import Browser, Page, expect
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.api.app import create_app
+from app.data.database import autocommit
+from app.data.history import load_history
+from app.data.tenants import set_limits
+from app.domain.facts import compute_facts
+from app.prompts import phrases
+from app.settings import Settings
+from tests.browser.conftest import screenshot
+from tests.factories import account, customer, document
+from tests.fakes.sglang_server import RunningFake, Script
+from tests.servers import ThreadedServer
+
+ANSWER = (
+    "Your new balance is 124.99 EUR, 12.00 EUR more than last month, because of purchases at City Gym (+12.00 EUR)."
+)
+
+
+@pytest.fixture
+async def bank(make_tenant: Any, load: Any) -> Any:
+    tenant = await make_tenant("interactive")
+    await load(document(tenant.slug, [customer(), customer("C-2002", accounts=[account("B-1")])]))
+    return tenant
+
+
+@pytest.fixture
+def serve(database_url: str, fake_sglang: RunningFake) -> Any:
+    """Starts the service (the fake SGLang as its engine, the demo page on) with extra settings."""
+    servers: list[ThreadedServer] = []
+
+    def start(**extra: str) -> ThreadedServer:
+        env = {"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "DEMO_PAGE": "1", "API_KEY_CACHE_TTL": "0", **extra}
+        servers.append(ThreadedServer(create_app(Settings.from_env(env), database_url)))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+async def open_demo(page: Page, server: ThreadedServer, bank: Any, customer_ref: str = "C-1001") -> None:
+    await page.goto(f"{server.url}/demo?bank={bank.slug}&customer={customer_ref}")
+    await expect(page.get_by_label("Card")).to_have_value("A-1" if customer_ref == "C-1001" else "B-1")
+
+
+async def test_the_answer_streams_in_and_its_amounts_are_the_facts(
+    page: Page, serve: Any, bank: Any, fake_sglang: RunningFake, engine: AsyncEngine
+) -> None:
+    fake_sglang.fake.default = Script(text=json.dumps({"answer": ANSWER}), token_delay_s=0.05)
+    server = serve()
+    await open_demo(page, server, bank)
+    await page.get_by_role("button", name="Why is my bill higher than last month?").click()
+
+    answer = page.get_by_role("region", name="Answer")
+    await expect(page.get_by_role("status")).to_have_text("Writing your answer…")
+    lengths = set()
+    while await answer.get_attribute("data-source") is None:  # sample the text as it grows
+        lengths.add(len(await answer.inner_text()))
+        await asyncio.sleep(0.03)
+    assert len(lengths - {0}) >= 3, lengths  # it arrived in pieces, not at once
+    await expect(answer).to_have_attribute("data-source", "model")
+    await expect(answer).to_have_text(ANSWER)
+    await expect(page.get_by_role("status")).to_have_text("Answer ready.")
+
+    # The table shows exactly the facts computed from the database.
+    async with autocommit(engine) as conn:
+        history = await load_history(conn, bank.id, "A-1", None, date.today())
+    assert history is not None
+    facts = compute_facts(history, date.today())
+    labels, status = phrases(facts.drivers, facts.payment.status, "en")
+    table = page.locator("table.facts")
+    assert await table.locator("[data-field=current]").inner_text() == f"{facts.statement.new_balance} EUR"
+    assert await table.locator("[data-field=previous]").inner_text() == f"{facts.previous_balance} EUR"
+    assert await table.locator("[data-field=difference]").inner_text() == f"+{facts.difference} EUR"
+    assert await table.locator("[data-field=minimum_due]").inner_text() == f"{facts.statement.minimum_due} EUR"
+    assert await table.locator("[data-field=status]").inner_text() == status
+    assert await table.locator("[data-field=drivers] li").all_inner_texts() == [
+        f"{label}: +{d.amount} EUR" for label, d in zip(labels, facts.drivers, strict=True)
+    ]
+    assert facts.statement.new_balance == Decimal("124.99")
+    assert facts.difference == Decimal("12.00")
+    await screenshot(page, "widget-answer")
+
+
+async def test_a_narrow_phone_screen_works_with_the_keyboard(
+    browser: Browser, serve: Any, bank: Any, fake_sglang: RunningFake
+) -> None:
+    fake_sglang.fake.default = Script(text=json.dumps({"answer": ANSWER}))
+    server = serve()
+    context = await browser.new_context(viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True)
+    page = await context.new_page()
+    try:
+        await open_demo(page, server, bank)
+        await page.get_by_label("Your question").fill("Why is my bill higher?")
+        await page.get_by_role("button", name="Ask").focus()
+        await page.keyboard.press("Enter")
+        await expect(page.get_by_role("region", name="Answer")).to_have_text(ANSWER)
+        width = await page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert width[0] <= width[1], f"horizontal scrolling: {width}"
+        box = await page.locator("[data-bill-assistant]").bounding_box()
+        assert box is not None
+        assert box["x"] >= 0
+        assert box["x"] + box["width"] <= 360
+        await screenshot(page, "widget-phone")
+    finally:
+        await context.close()
+
+
+async def test_an_expired_session_says_so(page: Page, serve: Any, bank: Any) -> None:
+    server = serve(SESSION_TTL_S="1.5")
+    await open_demo(page, server, bank)
+    await asyncio.sleep(1.6)
+    await page.get_by_role("button", name="Did my payment arrive?").click()
+    await expect(page.get_by_role("alert")).to_have_text(
+        "Your session has expired. Please reload the page to continue."
+    )
+    await screenshot(page, "widget-expired")
+
+
+async def test_rate_limits_and_overload_are_clear_messages(
+    browser: Browser, serve: Any, bank: Any, fake_sglang: RunningFake, engine: AsyncEngine
+) -> None:
+    fake_sglang.fake.default = Script(text=json.dumps({"answer": ANSWER}), hang_s=2.0)
+    # One engine slot, a short queue: while one question is answered, the next is refused (503).
+    server = serve(ENGINE_CAPACITY="1", QUEUE_DEADLINE_SCALE="0.01")
+    first, second = await browser.new_page(), await browser.new_page()
+    try:
+        await open_demo(first, server, bank)
+        await open_demo(second, server, bank, "C-2002")
+        await first.get_by_role("button", name="Did my payment arrive?").click()
+        await expect(first.get_by_role("status")).to_have_text("Writing your answer…")
+        await second.get_by_role("button", name="Did my payment arrive?").click()
+        await expect(second.get_by_role("alert")).to_contain_text("We are very busy right now. Please try again in")
+        await screenshot(second, "widget-busy")
+        await expect(first.get_by_role("region", name="Answer")).to_have_attribute(
+            "data-source", "model", timeout=10_000
+        )
+
+        async with engine.begin() as conn:
+            await set_limits(conn, bank.slug, {"rate_limit_per_s": 0.001})  # one more, then 429
+        await first.get_by_role("button", name="Why was I charged interest?").click()
+        await expect(first.get_by_role("status")).to_have_text("Writing your answer…")
+        await second.get_by_role("button", name="Why was I charged interest?").click()
+        await expect(second.get_by_role("alert")).to_contain_text("You are asking faster than we can answer.")
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_network_loss_is_a_clear_message(page: Page, serve: Any, bank: Any) -> None:
+    server = serve()
+    await open_demo(page, server, bank)
+    await page.context.set_offline(True)
+    await page.get_by_role("button", name="Did my payment arrive?").click()
+    await expect(page.get_by_role("alert")).to_have_text(
+        "The connection was lost. Check your internet connection and try again."
+    )
+    await screenshot(page, "widget-offline")
+
+
+async def test_another_customers_account_is_not_found(page: Page, serve: Any, bank: Any) -> None:
+    server = serve()
+    await open_demo(page, server, bank)
+    # Even if the page is tampered with, the token only reaches its own customer's accounts.
+    await page.evaluate(
+        """() => {
+            const select = document.querySelector("[data-bill-assistant]").shadowRoot.querySelector("select");
+            select.add(new Option("someone else's card", "B-1"));
+            select.value = "B-1";
+        }"""
+    )
+    await page.get_by_role("button", name="Did my payment arrive?").click()
+    await expect(page.get_by_role("alert")).to_have_text("We could not find that card.")
+
+
+async def test_the_widget_speaks_the_customers_language(
+    page: Page, serve: Any, make_tenant: Any, load: Any, fake_sglang: RunningFake
+) -> None:
+    tenant = await make_tenant("interactive")
+    await load(document(tenant.slug, [customer(locale="zh-CN", accounts=[account(currency="CNY")])]))
+    fake_sglang.fake.default = Script(text="not json")  # fails validation: the verified answer replaces it
+    server = serve()
+    await page.goto(f"{server.url}/demo?bank={tenant.slug}&customer=C-1001")
+    await expect(page.get_by_label("卡片")).to_have_value("A-1")
+    await page.get_by_role("button", name="为什么这个月的账单比上个月高？").click()
+    answer = page.get_by_role("region", name="回答")
+    await expect(answer).to_have_attribute("data-source", "fallback")
+    await expect(answer).to_contain_text("12.00")
+    await expect(page.get_by_text("我们已用与您账单核对过的回答替换了草稿。")).to_be_visible()
+    await screenshot(page, "widget-zh")
