@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from datetime import date
 from decimal import Decimal
 from typing import Any
@@ -172,19 +173,29 @@ async def test_network_loss_is_a_clear_message(page: Page, serve: Any, bank: Any
     await screenshot(page, "widget-offline")
 
 
-async def test_another_customers_account_is_not_found(page: Page, serve: Any, bank: Any) -> None:
+async def test_another_customers_account_is_not_found(
+    page: Page, serve: Any, bank: Any, make_tenant: Any, load: Any
+) -> None:
+    other_bank = await make_tenant()
+    await load(document(other_bank.slug, [customer(accounts=[account("Z-1")])]))  # also a C-1001
     server = serve()
     await open_demo(page, server, bank)
-    # Even if the page is tampered with, the token only reaches its own customer's accounts.
-    await page.evaluate(
-        """() => {
-            const select = document.querySelector("[data-bill-assistant]").shadowRoot.querySelector("select");
-            select.add(new Option("someone else's card", "B-1"));
-            select.value = "B-1";
-        }"""
-    )
-    await page.get_by_role("button", name="Did my payment arrive?").click()
-    await expect(page.get_by_role("alert")).to_have_text("We could not find that card.")
+    # Even if the page is tampered with, the token reaches only its own customer's accounts: not
+    # another customer's at the same bank (B-1), nor another bank's customer with the same ref (Z-1).
+    for ref in ("B-1", "Z-1"):
+        await page.evaluate(
+            """(ref) => {
+                const select = document.querySelector("[data-bill-assistant]").shadowRoot.querySelector("select");
+                select.add(new Option("someone else's card", ref));
+                select.value = ref;
+            }""",
+            ref,
+        )
+        async with page.expect_response("**/v1/chat") as response:
+            await page.get_by_role("button", name="Did my payment arrive?").click()
+        assert (await response.value).status == 404
+        await expect(page.get_by_role("alert")).to_have_text("We could not find that card.")
+    await screenshot(page, "widget-not-found")
 
 
 async def test_the_widget_speaks_the_customers_language(
@@ -202,3 +213,25 @@ async def test_the_widget_speaks_the_customers_language(
     await expect(answer).to_contain_text("12.00")
     await expect(page.get_by_text("我们已用与您账单核对过的回答替换了草稿。")).to_be_visible()
     await screenshot(page, "widget-zh")
+
+
+@pytest.mark.model
+async def test_the_demo_page_streams_from_the_real_embedded_model(page: Page, database_url: str, bank: Any) -> None:
+    """The demo's own path: the embedded llama.cpp engine writes the text; whatever it writes, the
+    customer ends with a verified answer and the facts' numbers."""
+    env = {"ENGINE": "embedded", "ENGINE_TIMEOUT_S": "30", "DEMO_PAGE": "1", "QUEUE_DEADLINE_SCALE": "10"}
+    server = ThreadedServer(create_app(Settings.from_env(env), database_url))
+    try:
+        await open_demo(page, server, bank)
+        await page.get_by_role("button", name="Why is my bill higher than last month?").click()
+        table = page.locator("table.facts")
+        await expect(table.locator("[data-field=difference]")).to_have_text("+12.00 EUR")
+        answer = page.get_by_role("region", name="Answer")
+        await expect(answer).to_have_attribute("data-source", re.compile("model|fallback"), timeout=40_000)
+        text = await answer.inner_text()
+        if await answer.get_attribute("data-source") == "fallback":
+            assert "12.00 EUR more" in text  # the deterministic answer replaced the model's
+        assert text.strip()
+        await screenshot(page, "widget-embedded-model")
+    finally:
+        server.stop()
