@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import os
+import secrets
 import signal
 import sys
 from collections import Counter
@@ -16,11 +19,12 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app import demo
+from app.data.agents import create_agent, disable_agent, reset_agent
 from app.data.database import create_engine, migrate, resolve_database_url
 from app.data.importer import ImportRejected, import_file, parse
 from app.data.tenants import TenantExists, create_tenant, issue_api_key, set_limits, set_policy, tenant_id
 from app.domain.policy import TenantPolicy
-from app.settings import get_settings
+from app.settings import Settings, get_settings
 
 T = TypeVar("T")
 
@@ -152,6 +156,68 @@ def tenants_policy(slug: str, brand: str | None, tone: str | None, forbid: tuple
     click.echo(msgspec.json.format(msgspec.json.encode(policy)).decode())
 
 
+@main.group()
+def agents() -> None:
+    """Manage the bank employees who sign in to the agent console (/console)."""
+
+
+async def _known_tenant(conn: AsyncConnection, slug: str) -> int:
+    tenant = await tenant_id(conn, slug)
+    if tenant is None:
+        raise click.ClickException(f"unknown tenant {slug!r}")
+    return tenant
+
+
+@agents.command("create")
+@click.option("--tenant", "slug", required=True, help="The bank (tenant slug) the agent works for.")
+@click.option("--username", required=True, help="What the agent signs in with (unique within the bank).")
+@click.option("--name", "display_name", default="", help="Shown in the console (default: the username).")
+@click.option("--password-stdin", is_flag=True, help="Read the password from the first line of stdin.")
+def agents_create(slug: str, username: str, display_name: str, password_stdin: bool) -> None:
+    """Create a console agent; the password is asked for (hidden, twice) or read from stdin."""
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    else:
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+
+    async def work(conn: AsyncConnection) -> int:
+        return await create_agent(conn, await _known_tenant(conn, slug), username, display_name, password)
+
+    try:
+        _in_transaction(work)
+    except ValueError as exc:  # a taken username, a short password
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"created agent {username} in {slug}: sign in at /console")
+
+
+@agents.command("disable")
+@click.option("--tenant", "slug", required=True)
+@click.option("--username", required=True)
+def agents_disable(slug: str, username: str) -> None:
+    """Refuse an agent's sign-ins from now on and end its console sessions."""
+
+    async def work(conn: AsyncConnection) -> bool:
+        return await disable_agent(conn, await _known_tenant(conn, slug), username)
+
+    if not _in_transaction(work):
+        raise click.ClickException(f"no agent {username!r} in {slug}")
+    click.echo(f"disabled agent {username} in {slug}")
+
+
+DEMO_AGENT = "agent"
+
+
+async def demo_agents(conn: AsyncConnection) -> dict[str, str]:
+    """The demo agent of each demo tenant, with a new password (by slug) each time the demo starts."""
+    passwords: dict[str, str] = {}
+    for tenant in demo.TENANTS:
+        found = await tenant_id(conn, tenant.slug)
+        if found is not None:
+            passwords[tenant.slug] = secrets.token_urlsafe(12)
+            await reset_agent(conn, found, DEMO_AGENT, f"Demo agent ({tenant.name})", passwords[tenant.slug])
+    return passwords
+
+
 async def _seed(conn: AsyncConnection, seed: int, customers: int) -> dict[str, str]:
     """Create the demo tenants that are missing and import their data; return new keys by slug."""
     keys: dict[str, str] = {}
@@ -190,22 +256,31 @@ def demo_cmd(host: str, port: int) -> None:
     url = _database_url()
     migrate(url)
 
-    async def prepare(conn: AsyncConnection) -> str:
+    async def prepare(conn: AsyncConnection) -> tuple[str, dict[str, str]]:
         if await tenant_id(conn, demo.TENANTS[0].slug) is None:
             await _seed(conn, seed=7, customers=150)
         tenant = await tenant_id(conn, demo.TENANTS[0].slug)
         assert tenant is not None
-        return await issue_api_key(conn, tenant, "demo session")
+        return await issue_api_key(conn, tenant, "demo session"), await demo_agents(conn)
 
-    key = _in_transaction(prepare)
+    key, passwords = _in_transaction(prepare)
     base = f"http://{host}:{port}"
+    logins = "".join(f"\n  bank {slug}, username {DEMO_AGENT}, password {pw}" for slug, pw in passwords.items())
     click.echo(
         f"\nBill Assistant on {base}  (OpenAPI: {base}/schema)\nTry:\n"
         f"  curl -s {base}/v1/explanations -H 'Authorization: Bearer {key}' "
         "-H 'Content-Type: application/json' "
         '-d \'{"account_ref": "A-1001", "question": "Why is my bill higher than last month?"}\'\n'
+        f"Chat widget on a demo bank page: {base}/demo  (?bank=jade-river for the Chinese-speaking bank)\n"
+        f"Agent console: {base}/console  (new passwords each run){logins}\n"
     )
-    _serve(url, host, port)
+    # The demo page is for the demo only; plain HTTP here, so console cookies cannot require HTTPS
+    # (unless COOKIE_SECURE is set explicitly).
+    settings = get_settings()
+    settings = dataclasses.replace(
+        settings, demo_page=True, cookie_secure="COOKIE_SECURE" in os.environ and settings.cookie_secure
+    )
+    _serve(url, host, port, settings)
 
 
 @main.command("precompute")
@@ -328,12 +403,12 @@ def replay_cmd(
         click.echo(f"report written to {report}")
 
 
-def _serve(database_url: str, host: str, port: int) -> None:
+def _serve(database_url: str, host: str, port: int, settings: Settings | None = None) -> None:
     import uvicorn
 
     from app.api.app import create_app
 
-    app = create_app(get_settings(), database_url)
+    app = create_app(settings or get_settings(), database_url)
     # uvicorn drains in-flight requests on SIGTERM/SIGINT, then re-raises the signal to the handler
     # found at start: make that a normal exit, so exit hooks (the embedded Postgres) run.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

@@ -65,7 +65,7 @@ class Turn:
     intent: Intent
     locale: str
     as_of: date
-    answer_id: uuid.UUID
+    answer_id: uuid.UUID  # the audit row's, and the answer's unless a cached one is served
 
 
 # Events of a conversation (`converse`), in this order: Facts, Delta*, Replace?, Final.
@@ -114,10 +114,13 @@ async def explain(
     today: date,
     stopwatch: Stopwatch,
     use_cache: bool = True,
+    audit_id: uuid.UUID | None = None,
 ) -> ExplanationResponse:
-    """The whole answer. `use_cache=False` asks the model again (the console's regenerate)."""
+    """The whole answer. `use_cache=False` asks the model again (the console's regenerate).
+    `audit_id` names this request's audit row (the console shows it next); a cache hit answers with
+    the original answer's id, so the answer's own id cannot."""
     async with _admitted(scheduler, settings, principal, channel, stopwatch) as level:
-        turn = await _turn(db, llm, settings, principal, request, channel, level, today, stopwatch)
+        turn = await _turn(db, llm, settings, principal, request, channel, level, today, stopwatch, audit_id=audit_id)
         if use_cache and (hit := await _cached(turn)) is not None:
             return await _audit(turn, hit, None)
         fallback = _deterministic(turn)
@@ -178,6 +181,8 @@ async def _turn(
     today: date,
     stopwatch: Stopwatch,
     customer_ref: str | None = None,
+    *,
+    audit_id: uuid.UUID | None = None,
 ) -> Turn:
     as_of = request.as_of or today
     with stopwatch.stage("db"):
@@ -197,7 +202,7 @@ async def _turn(
         intent = classify(request.question, {e.label for e in facts.entries})
     return Turn(
         db, llm, settings, principal, request, channel, level, stopwatch, history, facts, intent,
-        request.locale or history.customer_locale, as_of, uuid.uuid4(),
+        request.locale or history.customer_locale, as_of, audit_id or uuid.uuid4(),
     )  # fmt: skip
 
 
@@ -324,7 +329,7 @@ async def _audit(turn: Turn, answer: ExplanationResponse, reason: str | None) ->
         async with autocommit(turn.db) as conn:
             await record_answer(
                 conn,
-                answer_id=uuid.UUID(answer.answer_id) if answer.source != "cache" else uuid.uuid4(),
+                answer_id=turn.answer_id,
                 tenant_id=turn.principal.tenant_id,
                 account_id=turn.history.account_id,
                 statement_id=turn.facts.statement.id,

@@ -27,6 +27,7 @@ from litestar.template.config import TemplateConfig
 from app.answers.batch import BatchWorker
 from app.api.auth import KeyCache
 from app.api.chat import ChatController
+from app.api.console import ConsoleController
 from app.api.customer_session import SessionController
 from app.api.demo import demo_page
 from app.api.errors import EXCEPTION_HANDLERS
@@ -145,6 +146,7 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
             JobController,
             SessionController,
             ChatController,
+            ConsoleController,
             PrometheusController,
             create_static_files_router("/static", [WEB / "static"], include_in_schema=False),
         ],

@@ -1,11 +1,16 @@
-"""The audit trail: every answered request leaves one row."""
+"""The audit trail: every answered request leaves one row; the console reads them back."""
 
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
+from typing import Any
 
-from sqlalchemy import text
+import msgspec
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.data.models import Account, Answer
 
 # Text SQL with JSON passed as a string: the answer is already encoded once for the response.
 _INSERT = text("""
@@ -58,3 +63,70 @@ async def record_answer(
             "stage_starts": stage_starts_json,
         },
     )
+
+
+class AnswerBrief(msgspec.Struct, frozen=True):
+    id: uuid.UUID
+    created_at: datetime
+    channel: str
+    question: str
+    source: str
+    intent: str
+
+
+class AnswerRecord(msgspec.Struct, frozen=True):
+    """One audit row as the console shows it."""
+
+    id: uuid.UUID
+    created_at: datetime
+    account_ref: str
+    channel: str
+    question: str
+    locale: str
+    answer: dict[str, Any]
+    source: str
+    intent: str
+    prompt_version: str
+    model: str | None
+    usage: dict[str, int] | None
+    fallback_reason: str | None
+    timings: dict[str, float]
+    stage_starts: dict[str, float] | None
+
+
+async def recent_answers(conn: AsyncConnection, tenant_id: int, account_id: int, limit: int = 20) -> list[AnswerBrief]:
+    rows = await conn.execute(
+        select(Answer.id, Answer.created_at, Answer.channel, Answer.question, Answer.source, Answer.intent)
+        .where(Answer.tenant_id == tenant_id, Answer.account_id == account_id)
+        .order_by(Answer.created_at.desc())
+        .limit(limit)
+    )
+    return [AnswerBrief(*row) for row in rows]
+
+
+async def find_answer(conn: AsyncConnection, tenant_id: int, answer_id: uuid.UUID) -> AnswerRecord | None:
+    """The audit row; None for an unknown id, or another tenant's."""
+    row = (
+        await conn.execute(
+            select(
+                Answer.id,
+                Answer.created_at,
+                Account.ref,
+                Answer.channel,
+                Answer.question,
+                Answer.locale,
+                Answer.answer,
+                Answer.source,
+                Answer.intent,
+                Answer.prompt_version,
+                Answer.model,
+                Answer.usage,
+                Answer.fallback_reason,
+                Answer.timings,
+                Answer.stage_starts,
+            )
+            .join(Account, (Account.tenant_id == Answer.tenant_id) & (Account.id == Answer.account_id))
+            .where(Answer.tenant_id == tenant_id, Answer.id == answer_id)
+        )
+    ).first()
+    return AnswerRecord(*row) if row is not None else None

@@ -1,0 +1,149 @@
+"""What the console's pages show, written out for people: a statement comparison and an audited answer."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import msgspec
+
+from app.api.waterfall import waterfall
+from app.data.audit import AnswerRecord
+from app.domain.facts import BillFacts, Driver
+from app.domain.formatting import day, money
+
+# The console speaks English; amounts and dates are written the English way in every tenant.
+LOCALE = "en"
+LOCALES = {"en": "English", "zh-CN": "简体中文 (Simplified Chinese)"}
+PAYMENT_STATUS = {"paid": "Paid", "partially_paid": "Partially paid", "unpaid": "Unpaid", "overdue": "Overdue"}
+DRIVER_KIND = {
+    "carried_balance": "Balance carried over (after payments)",
+    "purchases": "Purchases",
+    "fees": "Fees",
+    "interest": "Interest",
+    "refunds": "Refunds",
+    "adjustments": "Adjustments",
+}
+# Why the deterministic answer was served, by the reason's rule (app/answers/generation.py,
+# app/domain/validation.py); the detail after the colon is shown as well.
+FALLBACK_REASON = {
+    "engine_off": "no model is configured",
+    "out_of_scope": "the question is out of scope: a polite refusal needs no model",
+    "engine_error": "the engine failed",
+    "engine_timeout": "the model took too long",
+    "invalid_json": "the model's output was not the expected JSON",
+    "truncated": "the model's answer was cut off",
+    "empty": "the model's answer was empty",
+    "too_long": "the model's answer was too long",
+    "wrong_language": "the model answered in the wrong language",
+    "unknown_date": "the model mentioned a date that is not a fact",
+    "unknown_percentage": "the model mentioned a percentage",
+    "unreadable_number": "the model wrote a number that could not be read",
+    "unknown_amount": "the model mentioned an amount that is not a fact",
+    "status_contradiction": "the model contradicted the payment status",
+}
+
+
+class Line(msgspec.Struct, frozen=True):
+    label: str
+    amount: str
+
+
+class StatementView(msgspec.Struct, frozen=True):
+    period: str
+    previous_period: str | None
+    previous_balance: str
+    new_balance: str
+    difference: str
+    drivers: list[Line]
+    payment_status: str
+    paid_since: str
+    outstanding: str
+    minimum_due: str
+    due_date: str
+    as_of: str
+
+
+class StageRow(msgspec.Struct, frozen=True):
+    stage: str
+    label: str
+    starts: str
+    takes: str
+    left: float  # the bar, in per cent of the time axis
+    width: float
+
+
+class AnswerView(msgspec.Struct, frozen=True):
+    record: AnswerRecord
+    explanation: str
+    validation: str
+    cached_share: str
+    stages: list[StageRow]
+    total: str
+
+
+def _driver(driver: Driver) -> str:
+    kind = DRIVER_KIND[driver.kind]
+    return f"{kind}: {driver.label}" if driver.label else kind
+
+
+def statement_view(facts: BillFacts) -> StatementView:
+    s, previous, currency = facts.statement, facts.previous, facts.currency
+
+    def amount(value: Decimal, *, sign: bool = False) -> str:
+        return money(value, currency, LOCALE, sign=sign)
+
+    return StatementView(
+        period=f"{day(s.period_start, LOCALE)} to {day(s.period_end, LOCALE)}",
+        previous_period=f"{day(previous.period_start, LOCALE)} to {day(previous.period_end, LOCALE)}"
+        if previous
+        else None,
+        previous_balance=amount(facts.previous_balance),
+        new_balance=amount(s.new_balance),
+        difference=amount(facts.difference, sign=True),
+        drivers=[Line(_driver(d), amount(d.amount, sign=True)) for d in facts.drivers],
+        payment_status=PAYMENT_STATUS[facts.payment.status],
+        paid_since=amount(facts.payment.paid_amount),
+        outstanding=amount(facts.payment.outstanding),
+        minimum_due=amount(s.minimum_due),
+        due_date=day(s.due_date, LOCALE),
+        as_of=day(facts.as_of, LOCALE),
+    )
+
+
+def milliseconds(ms: float) -> str:
+    return f"{ms:.2f} ms" if ms < 10 else f"{ms:,.1f} ms"
+
+
+def _validation(record: AnswerRecord) -> str:
+    if record.source == "model":
+        return "Passed: every amount, date and status word matches the facts"
+    if record.source == "cache":
+        return "Passed when first answered (served from the answer cache)"
+    reason = record.fallback_reason or ""
+    rule, _, detail = reason.partition(":")
+    why = FALLBACK_REASON.get(rule, rule)
+    return f"Deterministic answer served: {why}" + (f" ({detail})" if detail else "")
+
+
+def _cached_share(record: AnswerRecord) -> str:
+    """Share of the prompt the engine's prefix cache served; none when the model was not asked."""
+    usage = record.usage
+    if record.source == "cache" or not usage or not usage.get("prompt_tokens"):
+        return "—"
+    share = usage["cached_tokens"] / usage["prompt_tokens"]
+    return f"{share:.0%} ({usage['cached_tokens']} of {usage['prompt_tokens']} prompt tokens)"
+
+
+def answer_view(record: AnswerRecord) -> AnswerView:
+    bars, axis = waterfall(record.stage_starts or {}, record.timings)
+    return AnswerView(
+        record=record,
+        explanation=str(record.answer.get("explanation", "")),
+        validation=_validation(record),
+        cached_share=_cached_share(record),
+        stages=[
+            StageRow(b.stage, b.label, milliseconds(b.start_ms), milliseconds(b.duration_ms), b.left, b.width)
+            for b in bars
+        ],
+        total=milliseconds(axis),
+    )

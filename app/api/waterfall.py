@@ -1,0 +1,49 @@
+"""An answer's latency waterfall: its recorded stages as bars on one time axis, in pipeline order."""
+
+from __future__ import annotations
+
+import msgspec
+
+# The stages an audit row holds, in the order a request meets them, with what an agent calls them.
+# The engine's queue, time to first token and decode happen inside "engine". The row is written
+# before its own write is timed, so "audit" is never among them.
+STAGES = {
+    "auth": "sign-in check",
+    "admission": "admission wait",
+    "db": "database",
+    "facts": "facts",
+    "cache": "answer cache",
+    "explain": "deterministic text",
+    "prompt": "prompt",
+    "engine": "engine",
+    "queue": "engine queue",
+    "ttft": "time to first token",
+    "decode": "decode",
+    "validate": "validation",
+}
+MIN_WIDTH = 0.4  # per cent of the axis: a stage of a few microseconds stays visible
+
+
+class Bar(msgspec.Struct, frozen=True):
+    stage: str
+    label: str
+    start_ms: float
+    duration_ms: float
+    left: float  # per cent of the axis
+    width: float
+
+
+def waterfall(starts: dict[str, float], timings: dict[str, float]) -> tuple[list[Bar], float]:
+    """One bar per stage that has both a start and a duration, and the length of the axis in ms:
+    the request's total, or the end of a stage that reaches past it."""
+    recorded = [stage for stage in STAGES if stage in starts and stage in timings]
+    axis = max([timings.get("total", 0.0), *(starts[s] + timings[s] for s in recorded)])
+    if axis <= 0:
+        return [], 0.0
+    bars = []
+    for stage in recorded:
+        start, duration = starts[stage], timings[stage]
+        left = min(start / axis * 100, 100 - MIN_WIDTH)
+        width = min(max(duration / axis * 100, MIN_WIDTH), 100 - left)
+        bars.append(Bar(stage, STAGES[stage], start, duration, round(left, 3), round(width, 3)))
+    return bars, axis

@@ -1,0 +1,205 @@
+"""Console agents: scrypt password hashes, sign-in, and sessions kept as digests of their cookie tokens."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import secrets
+from datetime import timedelta
+from functools import cache
+
+import msgspec
+from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.data.models import Agent, AgentSession, Tenant
+
+# OWASP's scrypt setting for 16 MiB of memory (cost 2^14, block size 8, parallelism 5): about
+# 0.15 s a hash here. Kept in each hash string, so raising them later leaves old hashes valid.
+SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 5
+MIN_PASSWORD_LENGTH = 12
+
+
+class AgentExists(ValueError):
+    pass
+
+
+class Identity(msgspec.Struct, frozen=True):
+    """A signed-in agent: who, and which bank's customers they may see."""
+
+    agent_id: int
+    username: str
+    display_name: str
+    tenant_id: int
+    tenant_slug: str
+    tenant_name: str
+
+
+class ConsoleSession(msgspec.Struct, frozen=True):
+    identity: Identity
+    csrf_token: str  # every form of this session carries it
+
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
+
+
+def _scrypt(password: str, salt: bytes, n: int, r: int, p: int) -> bytes:
+    # OpenSSL refuses past 32 MiB by default; allow twice what these parameters need (128 * r * n).
+    return hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, maxmem=128 * r * n * 2, dklen=32)
+
+
+def hash_password(password: str) -> str:
+    """'scrypt$n$r$p$salt$digest' (base64): everything needed to check it again."""
+    salt = secrets.token_bytes(16)
+    digest = _scrypt(password, salt, SCRYPT_N, SCRYPT_R, SCRYPT_P)
+    return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${_b64(salt)}${_b64(digest)}"
+
+
+def verify_password(password: str, stored: str) -> bool:
+    try:
+        scheme, n, r, p, salt, digest = stored.split("$")
+        if scheme != "scrypt":
+            return False
+        actual = _scrypt(password, base64.b64decode(salt), int(n), int(r), int(p))
+        return hmac.compare_digest(actual, base64.b64decode(digest))
+    except ValueError:  # not a hash this module wrote
+        return False
+
+
+@cache
+def _dummy_hash() -> str:
+    return hash_password(secrets.token_urlsafe(16))
+
+
+def _verify_or_pretend(password: str, stored: str | None) -> bool:
+    """Without an agent, check against a hash nobody knows the password of: the same work either way."""
+    if stored is None:
+        verify_password(password, _dummy_hash())
+        return False
+    return verify_password(password, stored)
+
+
+def _checked(username: str, password: str) -> str:
+    username = username.strip()
+    if not username or len(username) > 64 or any(c.isspace() for c in username):
+        raise ValueError("the username must be 1 to 64 characters without spaces")
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise ValueError(f"the password must be at least {MIN_PASSWORD_LENGTH} characters long")
+    return username
+
+
+async def create_agent(conn: AsyncConnection, tenant: int, username: str, display_name: str, password: str) -> int:
+    username = _checked(username, password)
+    exists = select(Agent.id).where(Agent.tenant_id == tenant, Agent.username == username)
+    if (await conn.execute(exists)).first() is not None:
+        raise AgentExists(f"agent {username!r} already exists")
+    password_hash = await asyncio.to_thread(hash_password, password)  # the KDF releases the GIL
+    result = await conn.execute(
+        insert(Agent)
+        .values(tenant_id=tenant, username=username, display_name=display_name or username, password_hash=password_hash)
+        .returning(Agent.id)
+    )
+    return result.scalar_one()
+
+
+async def reset_agent(conn: AsyncConnection, tenant: int, username: str, display_name: str, password: str) -> None:
+    """Create the agent, or give it this password and enable it again (the demo's agents)."""
+    username = _checked(username, password)
+    password_hash = await asyncio.to_thread(hash_password, password)
+    statement = pg_insert(Agent).values(
+        tenant_id=tenant, username=username, display_name=display_name, password_hash=password_hash
+    )
+    await conn.execute(
+        statement.on_conflict_do_update(
+            index_elements=[Agent.tenant_id, Agent.username],
+            set_={"password_hash": password_hash, "disabled_at": None},
+        )
+    )
+
+
+async def disable_agent(conn: AsyncConnection, tenant: int, username: str) -> bool:
+    """Refuse the agent's sign-ins from now on and end its sessions; False if there is no such agent."""
+    agent = (
+        await conn.execute(
+            update(Agent)
+            .where(Agent.tenant_id == tenant, Agent.username == username)
+            .values(disabled_at=func.now())
+            .returning(Agent.id)
+        )
+    ).scalar_one_or_none()
+    if agent is None:
+        return False
+    await conn.execute(delete(AgentSession).where(AgentSession.agent_id == agent))
+    return True
+
+
+async def authenticate(conn: AsyncConnection, tenant_slug: str, username: str, password: str) -> Identity | None:
+    """The agent, if the password is right and it is enabled. An unknown tenant or username costs
+    the same hash as a known one, so response times do not tell which usernames exist."""
+    row = (
+        await conn.execute(
+            select(
+                Agent.id.label("agent_id"),
+                Agent.username,
+                Agent.display_name,
+                Agent.password_hash,
+                Agent.disabled_at,
+                Tenant.id.label("tenant_id"),
+                Tenant.slug,
+                Tenant.name,
+            )
+            .join(Tenant, Tenant.id == Agent.tenant_id)
+            .where(Tenant.slug == tenant_slug.strip(), Agent.username == username.strip())
+        )
+    ).first()
+    valid = await asyncio.to_thread(_verify_or_pretend, password, row.password_hash if row is not None else None)
+    if row is None or not valid or row.disabled_at is not None:
+        return None
+    return Identity(row.agent_id, row.username, row.display_name, row.tenant_id, row.slug, row.name)
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+async def start_session(conn: AsyncConnection, agent_id: int, ttl_s: float) -> tuple[str, str]:
+    """A new session: (the cookie's token, the forms' CSRF token). Only the token's digest is stored."""
+    token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+    # The agent's expired sessions go as it signs in again: the table holds live sessions only.
+    await conn.execute(
+        delete(AgentSession).where(AgentSession.agent_id == agent_id, AgentSession.expires_at <= func.now())
+    )
+    await conn.execute(
+        insert(AgentSession).values(
+            token_hash=_token_hash(token),
+            agent_id=agent_id,
+            csrf_token=csrf,
+            expires_at=func.now() + timedelta(seconds=ttl_s),  # the database's clock decides expiry
+        )
+    )
+    return token, csrf
+
+
+_SESSION = text("""
+SELECT a.id, a.username, a.display_name, t.id, t.slug, t.name, s.csrf_token
+FROM agent_sessions s
+JOIN agents a ON a.id = s.agent_id
+JOIN tenants t ON t.id = a.tenant_id
+WHERE s.token_hash = :token_hash AND s.expires_at > now() AND a.disabled_at IS NULL
+""")
+
+
+async def find_session(conn: AsyncConnection, token: str) -> ConsoleSession | None:
+    """The live session this cookie token belongs to; None once it has expired or its agent is disabled."""
+    row = (await conn.execute(_SESSION, {"token_hash": _token_hash(token)})).first()
+    if row is None:
+        return None
+    return ConsoleSession(Identity(*row[:6]), csrf_token=row[6])
+
+
+async def end_session(conn: AsyncConnection, token: str) -> None:
+    await conn.execute(delete(AgentSession).where(AgentSession.token_hash == _token_hash(token)))

@@ -1,0 +1,180 @@
+"""The agent console in headless Chromium: sign in, find the customer, read the statement comparison
+(exactly the computed facts), ask, and read the answer's waterfall; refusals read clearly; a phone-
+sized screen does not scroll sideways."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from datetime import date
+from typing import Any
+
+import pytest
+from playwright.async_api import Browser, Page, expect
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.api.app import create_app
+from app.api.console_views import statement_view
+from app.data.agents import create_agent
+from app.data.database import autocommit
+from app.data.history import load_history
+from app.domain.facts import compute_facts
+from app.settings import Settings
+from tests.browser.conftest import screenshot
+from tests.factories import account, customer, document, tx
+from tests.fakes.sglang_server import RunningFake, Script
+from tests.servers import ThreadedServer
+
+PASSWORD = "correct horse battery staple"
+ANSWER = "Your new balance is 124.99 EUR, 12.00 EUR more than last month, because of City Gym."
+# A long merchant name and a long question: the narrow screen must wrap them, not scroll.
+LONG_MERCHANT = "Supercalifragilistic Online Subscriptions International Ltd"
+
+
+@pytest.fixture
+async def bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Any:
+    tenant = await make_tenant("interactive")
+    lines = [tx("T-9", "2026-10-20", "purchase", "7.50", LONG_MERCHANT)]
+    ann = customer(accounts=[account()]) | {"name": "Ann Lee"}
+    bo = customer("C-2002", accounts=[account("B-1", transactions=lines)]) | {"name": "Bo Chen"}
+    await load(document(tenant.slug, [ann, bo]))
+    async with engine.begin() as conn:
+        await create_agent(conn, tenant.id, "ana", "Ana Agent", PASSWORD)
+    return tenant
+
+
+@pytest.fixture
+def server(database_url: str, fake_sglang: RunningFake) -> Iterator[ThreadedServer]:
+    """The service with the fake SGLang as its engine, so answers go through every model stage."""
+    fake_sglang.fake.default = Script(text=json.dumps({"answer": ANSWER}))
+    env = {"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "COOKIE_SECURE": "0", "BATCH_WORKER": "0"}
+    running = ThreadedServer(create_app(Settings.from_env(env), database_url))
+    yield running
+    running.stop()
+
+
+async def sign_in(page: Page, server: ThreadedServer, bank: Any, password: str = PASSWORD) -> None:
+    await page.goto(f"{server.url}/console")  # not signed in: sent to the sign-in page
+    await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    await page.get_by_label("Bank (tenant)").fill(bank.slug)
+    await page.get_by_label("Username").fill("ana")
+    await page.get_by_label("Password").fill(password)
+    await page.get_by_role("button", name="Sign in").click()
+
+
+async def test_an_agent_asks_and_reads_the_answers_waterfall(
+    page: Page, server: ThreadedServer, bank: Any, engine: AsyncEngine
+) -> None:
+    await sign_in(page, server, bank)
+    await expect(page.get_by_role("heading", name="Find a customer")).to_be_visible()
+    await expect(page.get_by_text("Ana Agent")).to_be_visible()
+
+    await page.get_by_label("Customer reference or name").fill("ann")
+    await page.get_by_role("button", name="Search").click()
+    await expect(page.get_by_role("heading", name="Ann Lee C-1001")).to_be_visible()
+    await screenshot(page, "console-search")
+    await page.get_by_role("link", name="A-1", exact=True).click()
+    await expect(page.get_by_role("heading", name="Account A-1")).to_be_visible()
+
+    # Every figure on the page is the one computed from the database, without any model.
+    async with autocommit(engine) as conn:
+        history = await load_history(conn, bank.id, "A-1", None, date.today())
+    assert history is not None
+    facts = statement_view(compute_facts(history, date.today()))
+    balances, payment = page.locator("#balances"), page.locator("#payment")
+    for table, label, value in [
+        (balances, "Previous balance", facts.previous_balance),
+        (balances, "New balance", facts.new_balance),
+        (balances, "Difference", facts.difference),
+        (payment, "Status", facts.payment_status),
+        (payment, "Outstanding", facts.outstanding),
+        (payment, "Minimum due", facts.minimum_due),
+        (payment, "Due date", facts.due_date),
+    ]:
+        await expect(table.get_by_role("row", name=label).get_by_role("cell")).to_have_text(value)
+    drivers = page.locator("#drivers tbody tr")
+    await expect(drivers).to_have_count(len(facts.drivers))
+    for i, line in enumerate(facts.drivers):
+        await expect(drivers.nth(i)).to_have_text(f"{line.label}{line.amount}")
+    assert (facts.previous_balance, facts.new_balance, facts.difference) == ("112.99 EUR", "124.99 EUR", "+12.00 EUR")
+    await screenshot(page, "console-account")
+
+    await page.get_by_label("Question, as the customer put it").fill("Why is my bill higher than last month?")
+    await expect(page.get_by_label("Answer language")).to_have_value("en")
+    await page.get_by_role("button", name="Ask").click()
+
+    await expect(page.get_by_role("heading", name="Answer", exact=True)).to_be_visible()
+    await expect(page.locator("#source")).to_have_text("model")
+    await expect(page.locator("#validation")).to_contain_text("Passed")
+    await expect(page.get_by_text(ANSWER)).to_be_visible()
+    waterfall = page.get_by_role("table", name="Where the")
+    await expect(waterfall).to_be_visible()
+    rows = waterfall.locator("tbody tr")
+    stages = [await rows.nth(i).get_attribute("data-stage") for i in range(await rows.count())]
+    assert {"auth", "admission", "db", "facts", "cache", "prompt", "engine", "queue", "ttft", "decode"} <= set(stages)
+    bars = waterfall.locator("rect.bar")
+    await expect(bars).to_have_count(len(stages))
+    for i in range(len(stages)):
+        box = await bars.nth(i).bounding_box()
+        assert box is not None
+        assert box["width"] > 0, stages[i]
+    await expect(waterfall.locator('tr[data-stage="engine"] td')).to_have_text([re.compile(r"^[\d.,]+ ms$")] * 2 + [""])
+    await screenshot(page, "console-answer")
+
+    await page.get_by_role("button", name="Regenerate").click()
+    await expect(page.locator("#source")).to_have_text("model")  # asked again, not the cache
+    await page.get_by_role("link", name="Account A-1").click()
+    await expect(page.get_by_role("table", name="Answers about this account")).to_contain_text("console")
+
+    await page.get_by_role("button", name="Sign out").click()
+    await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    await page.goto(f"{server.url}/console/accounts/A-1")
+    await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+
+
+async def test_a_wrong_password_is_refused_with_a_message(page: Page, server: ThreadedServer, bank: Any) -> None:
+    await sign_in(page, server, bank, password="not the password")
+    await expect(page.get_by_role("alert")).to_have_text(
+        "Sign-in failed: the bank, username and password do not match an active agent."
+    )
+    await expect(page.get_by_label("Username")).to_have_value("ana")
+    await expect(page.get_by_label("Password")).to_have_value("")
+    await screenshot(page, "console-wrong-password")
+
+
+async def test_another_banks_account_is_not_found(
+    page: Page, server: ThreadedServer, bank: Any, make_tenant: Any, load: Any
+) -> None:
+    other = await make_tenant()
+    await load(document(other.slug, [customer("C-7", accounts=[account("THEIRS-7")])]))
+    await sign_in(page, server, bank)
+    await expect(page.get_by_role("heading", name="Find a customer")).to_be_visible()
+    response = await page.goto(f"{server.url}/console/accounts/THEIRS-7")
+    assert response is not None
+    assert response.status == 404
+    await expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+    await expect(page.get_by_role("alert")).to_have_text("account 'THEIRS-7' not found")
+    await screenshot(page, "console-not-found")
+
+
+async def test_the_account_page_fits_a_phone_screen(browser: Browser, server: ThreadedServer, bank: Any) -> None:
+    context = await browser.new_context(viewport={"width": 390, "height": 844}, locale="en-GB")
+    page = await context.new_page()
+    try:
+        await sign_in(page, server, bank)
+        await expect(page.get_by_role("heading", name="Find a customer")).to_be_visible()
+        await page.goto(f"{server.url}/console/accounts/B-1")
+        await expect(page.get_by_role("row", name=LONG_MERCHANT)).to_be_visible()
+        await page.get_by_label("Question, as the customer put it").fill("What is " + LONG_MERCHANT + "?" * 3)
+        await page.get_by_role("button", name="Ask").click()
+        await expect(page.get_by_role("heading", name="Answer", exact=True)).to_be_visible()
+        await page.get_by_role("link", name="Account B-1").click()
+        await expect(page.get_by_role("table", name="Answers about this account")).to_contain_text(LONG_MERCHANT)
+        widths = await page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert widths[0] <= widths[1], widths
+        await screenshot(page, "console-account-narrow")
+        await page.keyboard.press("Tab")  # the skip link comes first and shows when focused
+        await expect(page.get_by_role("link", name="Skip to the content")).to_be_focused()
+    finally:
+        await context.close()
