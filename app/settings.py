@@ -83,6 +83,9 @@ class Settings:
     cookie_secure: bool
     # Serve /demo: a demo bank page embedding the chat widget for a demo customer (demo mode only).
     demo_page: bool
+    # The bank sites (origins, e.g. https://www.bank.example) whose pages may embed the chat widget
+    # and call this service from the browser (CORS). Empty: same origin only.
+    widget_origins: tuple[str, ...]
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -120,6 +123,7 @@ class Settings:
             console_session_ttl_s=float(e.get("CONSOLE_SESSION_TTL_S", "28800")),
             cookie_secure=_flag(e.get("COOKIE_SECURE"), default=True),
             demo_page=_flag(e.get("DEMO_PAGE")),
+            widget_origins=tuple(o.strip().rstrip("/") for o in e.get("WIDGET_ORIGINS", "").split(",") if o.strip()),
         )
 
 

@@ -14,6 +14,7 @@ import msgspec
 import structlog
 from advanced_alchemy.extensions.litestar import EngineConfig, SQLAlchemyAsyncConfig, SQLAlchemyPlugin
 from litestar import Litestar
+from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.logging.config import StructLoggingConfig
@@ -137,6 +138,13 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
         create_all=False,  # the schema is Alembic's job
     )
     key_cache = KeyCache(settings.api_key_cache_ttl)
+    # Browsers on the banks' own sites call the chat API with a bearer token, never a cookie.
+    cors = CORSConfig(
+        allow_origins=list(settings.widget_origins),
+        allow_methods=["GET", "POST"],
+        allow_headers=["Authorization", "Content-Type"],
+        expose_headers=["Retry-After", "Server-Timing"],
+    )
     return Litestar(
         route_handlers=[
             *([demo_page] if settings.demo_page else []),
@@ -160,6 +168,7 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
         },
         state=State({"settings": settings, "db_config": db}),
         middleware=[RequestLogMiddleware()],
+        cors_config=cors if settings.widget_origins else None,
         on_startup=[load_templates, _start_batch_worker, _freeze_startup_objects],
         on_shutdown=[_stop_batch_worker],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
+import httpx
 import pytest
 from playwright.async_api import Browser, Page, expect
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -119,6 +120,54 @@ async def test_a_narrow_phone_screen_works_with_the_keyboard(
         await screenshot(page, "widget-phone")
     finally:
         await context.close()
+
+
+class BankSite:
+    """The bank's own site, on another origin than the assistant: a page that embeds the widget."""
+
+    def __init__(self) -> None:
+        self.html = b""
+        self.server = ThreadedServer(self, lifespan="off")
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        headers = [(b"content-type", b"text/html; charset=utf-8")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": self.html})
+
+    async def embed(self, assistant: str, api_key: str, customer_ref: str = "C-1001") -> None:
+        # What the bank's backend does: ask for the customer's token with its API key.
+        async with httpx.AsyncClient(base_url=assistant) as client:
+            r = await client.post(
+                "/v1/sessions", json={"customer_ref": customer_ref}, headers={"Authorization": f"Bearer {api_key}"}
+            )
+        token = r.json()["token"]
+        self.html = f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Bank</title></head>
+            <body><h1>Your card</h1><div data-bill-assistant data-token="{token}" data-endpoint="{assistant}"></div>
+            <script src="{assistant}/static/widget.js" defer></script></body></html>""".encode()
+
+
+@pytest.mark.parametrize("allowed", [True, False])
+async def test_the_widget_embeds_on_the_banks_own_site(
+    page: Page, serve: Any, bank: Any, fake_sglang: RunningFake, allowed: bool
+) -> None:
+    fake_sglang.fake.default = Script(text=json.dumps({"answer": ANSWER}))
+    site = BankSite()
+    try:
+        # The assistant lets the bank's origin call it from the browser (CORS), or does not.
+        server = serve(WIDGET_ORIGINS=site.server.url if allowed else "https://elsewhere.example")
+        await site.embed(server.url, bank.key)
+        await page.goto(site.server.url)
+        if not allowed:  # the browser refuses the cross-origin call: nothing leaks, the widget says so
+            await expect(page.get_by_role("alert")).to_have_text(
+                "The connection was lost. Check your internet connection and try again."
+            )
+            return
+        await expect(page.get_by_label("Card")).to_have_value("A-1")
+        await page.get_by_role("button", name="Why is my bill higher than last month?").click()
+        await expect(page.get_by_role("region", name="Answer")).to_have_text(ANSWER)
+        await screenshot(page, "widget-on-bank-site")
+    finally:
+        site.server.stop()
 
 
 async def test_an_expired_session_says_so(page: Page, serve: Any, bank: Any) -> None:
