@@ -122,6 +122,26 @@ async def test_a_narrow_phone_screen_works_with_the_keyboard(
         await context.close()
 
 
+async def test_a_new_question_stops_the_answer_being_written(
+    page: Page, serve: Any, bank: Any, fake_sglang: RunningFake
+) -> None:
+    fake_sglang.fake.scripts.append(Script(text=json.dumps({"answer": ANSWER * 3}), token_delay_s=0.2))
+    fake_sglang.fake.default = Script(text=json.dumps({"answer": ANSWER}))
+    server = serve()
+    await open_demo(page, server, bank)
+    await page.get_by_role("button", name="Why is my bill higher than last month?").click()
+    answer = page.get_by_role("region", name="Answer")
+    await expect(answer).not_to_have_text("")  # the first answer is being written, slowly
+    await page.get_by_role("button", name="Did my payment arrive?").click()
+    await expect(answer).to_have_text(ANSWER)
+    first = fake_sglang.fake.requests[0]["rid"]
+    for _ in range(50):  # the browser closed the first stream: the engine was told to stop
+        if first in fake_sglang.fake.aborted:
+            break
+        await asyncio.sleep(0.05)
+    assert first in fake_sglang.fake.aborted
+
+
 class BankSite:
     """The bank's own site, on another origin than the assistant: a page that embeds the widget."""
 
