@@ -341,9 +341,17 @@ def traffic() -> None:
 @click.option("--process", type=click.Choice(["poisson", "bursty"]), default="poisson", show_default=True)
 @click.option("--tenants", default=",".join(t.slug for t in demo.TENANTS), show_default=True)
 @click.option("--batch-share", default=0.2, show_default=True, help="Share of requests on the batch channel.")
+@click.option("--widget-share", default=0.3, show_default=True, help="Share of requests from the chat widget.")
 @click.option("--seed", default=7, show_default=True)
 def traffic_generate(
-    out: Path, duration: float, rate: float, process: str, tenants: str, batch_share: float, seed: int
+    out: Path,
+    duration: float,
+    rate: float,
+    process: str,
+    tenants: str,
+    batch_share: float,
+    widget_share: float,
+    seed: int,
 ) -> None:
     """Write a JSONL traffic file from the seeded accounts: tenants, channels, both locales, the question mix."""
     from app.replay.traffic import dumps, generate, population
@@ -351,7 +359,15 @@ def traffic_generate(
     people = _in_transaction(lambda conn: population(conn, tenants.split(",")))
     if not people:
         raise click.ClickException(f"no accounts for tenants {tenants}: run `bill-assistant seed` first")
-    arrivals = generate(people, rate=rate, duration_s=duration, process=process, batch_share=batch_share, seed=seed)
+    arrivals = generate(
+        people,
+        rate=rate,
+        duration_s=duration,
+        process=process,
+        batch_share=batch_share,
+        widget_share=widget_share,
+        seed=seed,
+    )
     out.write_bytes(dumps(arrivals))
     click.echo(f"{len(arrivals)} requests over {duration:g} s ({process}) written to {out}")
 

@@ -1,4 +1,5 @@
-"""A small HTTP/1.1 keep-alive client pool for load generation (Content-Length bodies, as the service sends).
+"""A small HTTP/1.1 keep-alive client pool for load generation: Content-Length bodies, and chunked ones
+(the chat API's event stream), each chunk handed to a callback as it arrives.
 
 A few lines of asyncio rather than a general HTTP library, so that on a 2-core machine the load
 generator takes as little CPU as possible from the server it measures."""
@@ -6,6 +7,7 @@ generator takes as little CPU as possible from the server it measures."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 
 class Reply:
@@ -20,15 +22,21 @@ class Pool:
         self.host, self.port = host, port
         self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
 
-    async def request(self, raw: bytes) -> Reply:
+    async def request(self, raw: bytes, on_chunk: Callable[[bytes], None] | None = None) -> Reply:
         if self.idle:
             try:
-                return await self._send(*self.idle.pop(), raw)
+                return await self._send(*self.idle.pop(), raw, on_chunk)
             except (OSError, asyncio.IncompleteReadError):
                 pass  # the server closed an idle keep-alive connection: retry once on a new one
-        return await self._send(*await asyncio.open_connection(self.host, self.port), raw)
+        return await self._send(*await asyncio.open_connection(self.host, self.port), raw, on_chunk)
 
-    async def _send(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, raw: bytes) -> Reply:
+    async def _send(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        raw: bytes,
+        on_chunk: Callable[[bytes], None] | None,
+    ) -> Reply:
         writer.write(raw)
         head = await reader.readuntil(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
@@ -37,7 +45,16 @@ class Pool:
             name, _, value = line.partition(":")
             if name:
                 headers[name.strip().lower()] = value.strip()
-        body = await reader.readexactly(int(headers.get("content-length", "0")))
+        if headers.get("transfer-encoding") == "chunked":
+            body = b""
+            while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
+                chunk = (await reader.readexactly(size + 2))[:-2]
+                body += chunk
+                if on_chunk is not None:
+                    on_chunk(chunk)
+            await reader.readuntil(b"\r\n")  # the end of the (empty) trailer
+        else:
+            body = await reader.readexactly(int(headers.get("content-length", "0")))
         self.idle.append((reader, writer))
         return Reply(int(lines[0][9:12]), headers, body)
 

@@ -2,8 +2,11 @@
 
 Each request is sent at its recorded time (or scaled by `speed`) whether or not earlier ones have
 answered, and latency is measured from that scheduled time: a slow server cannot slow the arrivals
-down and hide its queue (no coordinated omission). Time to first token is the server's own `ttft`
-from the Server-Timing header (the JSON API answers in one piece).
+down and hide its queue (no coordinated omission). Time to first token: for the widget, when the
+first text event reached the client (what the customer sees, queue included, from the scheduled
+time); for the JSON API, which answers in one piece, the server's own `ttft` from Server-Timing.
+Widget arrivals use a session token per customer, asked for before the clock starts, as a bank's
+backend would when the page loads.
 """
 
 from __future__ import annotations
@@ -28,6 +31,32 @@ class Sample(msgspec.Struct, frozen=True):
     source: str | None
 
 
+def _final_source(stream: bytes) -> str | None:
+    """The `source` of a chat stream's final event."""
+    for block in stream.replace(b"\r\n", b"\n").split(b"\n\n"):
+        if block.startswith(b"event: final\n"):
+            data = block.split(b"\n", 1)[1].removeprefix(b"data: ")
+            return str(msgspec.json.decode(data)["source"])
+    return None
+
+
+async def _session_tokens(
+    pool: Pool, host: str, port: int, arrivals: Sequence[Arrival], keys: dict[str, str]
+) -> dict[tuple[str, str], str]:
+    tokens: dict[tuple[str, str], str] = {}
+    for arrival in arrivals:
+        who = (arrival.tenant, arrival.customer_ref)
+        if arrival.channel == "widget" and who not in tokens:
+            body = msgspec.json.encode({"customer_ref": arrival.customer_ref})
+            reply = await pool.request(
+                post(host, port, "/v1/sessions", body, {"Authorization": f"Bearer {keys[arrival.tenant]}"})
+            )
+            if reply.status != 201:
+                raise RuntimeError(f"no session for {who}: HTTP {reply.status} {reply.body[:200]!r}")
+            tokens[who] = str(msgspec.json.decode(reply.body)["token"])
+    return tokens
+
+
 def _ttft(server_timing: str) -> float | None:
     for part in server_timing.split(","):
         name, _, duration = part.strip().partition(";dur=")
@@ -48,23 +77,34 @@ async def replay(
     host, port = url.hostname or "127.0.0.1", url.port or 80
     pool = Pool(host, port)
     samples: list[Sample] = []
+    tokens = await _session_tokens(pool, host, port, arrivals, keys)
 
     async def one(arrival: Arrival, scheduled: float) -> None:
-        body = msgspec.json.encode(
-            {
-                "account_ref": arrival.account_ref,
-                "question": arrival.question,
-                "locale": arrival.locale,
-                "channel": arrival.channel,
-            }
-        )
-        raw = post(host, port, "/v1/explanations", body, {"Authorization": f"Bearer {keys[arrival.tenant]}"})
+        question = {"account_ref": arrival.account_ref, "question": arrival.question, "locale": arrival.locale}
+        widget = arrival.channel == "widget"
+        if widget:
+            token = tokens[(arrival.tenant, arrival.customer_ref)]
+            raw = post(host, port, "/v1/chat", msgspec.json.encode(question), {"Authorization": f"Bearer {token}"})
+        else:
+            body = msgspec.json.encode({**question, "channel": arrival.channel})
+            raw = post(host, port, "/v1/explanations", body, {"Authorization": f"Bearer {keys[arrival.tenant]}"})
+        first_text: float | None = None
+
+        def on_chunk(chunk: bytes) -> None:
+            nonlocal first_text
+            if first_text is None and b"event: delta" in chunk:
+                first_text = time.perf_counter()
+
         status, ttft, source = 0, None, None
         try:
-            reply = await pool.request(raw)
-            status, ttft = reply.status, _ttft(reply.headers.get("server-timing", ""))
-            if status == 200:
-                source = msgspec.json.decode(reply.body).get("source")
+            reply = await pool.request(raw, on_chunk)
+            status = reply.status
+            if widget:
+                ttft = (first_text - scheduled) * 1000 if first_text is not None else None
+                source = _final_source(reply.body) if status == 200 else None
+            else:
+                ttft = _ttft(reply.headers.get("server-timing", ""))
+                source = msgspec.json.decode(reply.body).get("source") if status == 200 else None
         except (OSError, asyncio.IncompleteReadError, ValueError):
             pass
         sample = Sample(arrival.tenant, arrival.channel, status, (time.perf_counter() - scheduled) * 1000, ttft, source)

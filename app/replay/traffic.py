@@ -1,7 +1,10 @@
 """Traffic files: one JSON object per line, arrivals in time order, made from the seeded data.
 
-{"at": 0.412, "tenant": "northbridge", "channel": "api", "account_ref": "A-1042",
- "question": "Did my payment arrive?", "locale": "en"}
+{"at": 0.412, "tenant": "northbridge", "channel": "widget", "account_ref": "A-1042",
+ "question": "Did my payment arrive?", "locale": "en", "customer_ref": "C-1042"}
+
+Channels: `widget` (a customer in the chat widget: a session token, then the SSE stream), `api`
+and `batch` (POST /v1/explanations).
 """
 
 from __future__ import annotations
@@ -33,21 +36,22 @@ class Arrival(msgspec.Struct, frozen=True):
     account_ref: str
     question: str
     locale: str
+    customer_ref: str = ""  # whose session token the widget holds
 
 
-async def population(conn: AsyncConnection, tenants: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
-    """Each tenant's (account ref, customer locale) pairs."""
+async def population(conn: AsyncConnection, tenants: Sequence[str]) -> dict[str, list[tuple[str, str, str]]]:
+    """Each tenant's (account ref, customer locale, customer ref) triples."""
     rows = await conn.execute(
         text(
-            "SELECT t.slug, a.ref, c.locale FROM accounts a JOIN customers c ON c.id = a.customer_id"
+            "SELECT t.slug, a.ref, c.locale, c.ref FROM accounts a JOIN customers c ON c.id = a.customer_id"
             " AND c.tenant_id = a.tenant_id JOIN tenants t ON t.id = a.tenant_id WHERE t.slug = ANY(:slugs)"
             " ORDER BY t.slug, a.ref"
         ),
         {"slugs": list(tenants)},
     )
-    result: dict[str, list[tuple[str, str]]] = {}
-    for slug, ref, locale in rows.all():
-        result.setdefault(slug, []).append((ref, locale))
+    result: dict[str, list[tuple[str, str, str]]] = {}
+    for slug, ref, locale, customer in rows.all():
+        result.setdefault(slug, []).append((ref, locale, customer))
     return result
 
 
@@ -67,12 +71,13 @@ def arrival_times(rate: float, duration_s: float, process: str, rng: random.Rand
 
 
 def generate(
-    people: dict[str, list[tuple[str, str]]],
+    people: dict[str, list[tuple[str, str, str]]],
     *,
     rate: float,
     duration_s: float,
     process: str = "poisson",
     batch_share: float = 0.2,
+    widget_share: float = 0.3,
     seed: int = 7,
 ) -> list[Arrival]:
     rng = random.Random(seed)
@@ -82,13 +87,14 @@ def generate(
     arrivals = []
     for at in arrival_times(rate, duration_s, process, rng):
         tenant = rng.choices(tenants, weights=sizes)[0]
-        ref, locale = rng.choice(people[tenant])
+        ref, locale, customer = rng.choice(people[tenant])
         if rng.random() < 0.1:  # some customers write in the other language
             locale = "zh-CN" if locale == "en" else "en"
         _, _, english, chinese = rng.choices(QUESTION_MIX, weights=shares)[0]
         question = rng.choice(chinese if locale == "zh-CN" else english)
-        channel = "batch" if rng.random() < batch_share else "api"
-        arrivals.append(Arrival(round(at, 4), tenant, channel, ref, question, locale))
+        draw = rng.random()
+        channel = "batch" if draw < batch_share else "widget" if draw < batch_share + widget_share else "api"
+        arrivals.append(Arrival(round(at, 4), tenant, channel, ref, question, locale, customer))
     return arrivals
 
 

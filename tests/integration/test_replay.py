@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
+from app.api.app import create_app
 from app.replay.run import replay
 from app.replay.traffic import Arrival
+from app.settings import Settings
+from tests.factories import document
+from tests.fakes.sglang_server import RunningFake, Script
 from tests.servers import ThreadedServer
 
 
@@ -43,3 +48,28 @@ async def test_arrivals_do_not_wait_for_responses() -> None:
     assert all(s.status == 200 and s.e2e_ms >= 500 for s in samples)
     assert {s.ttft_ms for s in samples} == {12.5}
     assert {s.source for s in samples} == {"model"}
+
+
+async def test_widget_arrivals_stream_through_a_session_token(
+    database_url: str, make_tenant: Any, load: Any, fake_sglang: RunningFake
+) -> None:
+    tenant = await make_tenant("interactive")
+    await load(document(tenant.slug))
+    fake_sglang.fake.default = Script(text=json.dumps({"answer": "Your bill is 12.00 EUR higher."}), token_delay_s=0.02)
+    env = {"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "API_KEY_CACHE_TTL": "0"}
+    server = ThreadedServer(create_app(Settings.from_env(env), database_url))
+    try:
+        arrivals = [
+            Arrival(i * 0.05, tenant.slug, channel, "A-1", "Why is my bill higher?", "en", "C-1001")
+            for i, channel in enumerate(["widget", "api", "widget", "batch"])
+        ]
+        samples = await replay(arrivals, server.url, {tenant.slug: tenant.key})
+    finally:
+        server.stop()
+    by_channel = {s.channel: s for s in samples}
+    assert {s.status for s in samples} == {200}
+    assert {s.source for s in samples} <= {"model", "cache"}
+    widget = by_channel["widget"]
+    assert widget.ttft_ms is not None
+    assert 0 < widget.ttft_ms < widget.e2e_ms  # the first words came before the end of the stream
+    assert fake_sglang.fake.requests[0]["priority"] == 3  # the first arrival: the widget, at its level

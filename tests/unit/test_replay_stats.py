@@ -50,14 +50,18 @@ def test_summary_goodput_and_errors() -> None:
 
 
 def test_traffic_is_deterministic_mixed_and_ordered() -> None:
-    people = {"bank-a": [(f"A-{i}", "en") for i in range(30)], "bank-b": [(f"B-{i}", "zh-CN") for i in range(10)]}
+    people = {
+        "bank-a": [(f"A-{i}", "en", f"C-{i}") for i in range(30)],
+        "bank-b": [(f"B-{i}", "zh-CN", f"D-{i}") for i in range(10)],
+    }
     one = generate(people, rate=5, duration_s=60, seed=3)
     assert one == generate(people, rate=5, duration_s=60, seed=3)
     assert one != generate(people, rate=5, duration_s=60, seed=4)
     assert 200 < len(one) < 400
     assert [a.at for a in one] == sorted(a.at for a in one)
     assert {a.tenant for a in one} == {"bank-a", "bank-b"}
-    assert {a.channel for a in one} == {"api", "batch"}
+    assert {a.channel for a in one} == {"api", "batch", "widget"}
+    assert all(a.customer_ref[2:] == a.account_ref[2:] for a in one)  # each account with its own customer
     assert {a.locale for a in one} == {"en", "zh-CN"}
     assert loads(dumps(one)) == one
 
