@@ -1,4 +1,4 @@
-"""Asks the engine for a schema-constrained answer, streamed or whole, and reports what happened;
+"""Asks the engine for a schema-constrained answer, streams its text, and reports what happened;
 engine failures and timeouts become reasons, never exceptions."""
 
 from __future__ import annotations
@@ -113,13 +113,3 @@ def _outcome(final: Finished, output: str) -> Outcome:
     except (msgspec.DecodeError, msgspec.ValidationError):
         return Outcome(text=None, reason="invalid_json", usage=usage, spec_accept_rate=spec)
     return Outcome(text=answer.answer, reason=None, usage=usage, spec_accept_rate=spec)
-
-
-async def ask_model(engine: Engine, request: GenerationRequest, *, timeout_s: float, stopwatch: Stopwatch) -> Outcome:
-    """The whole answer at once (the JSON API, console, batch): stream_model's outcome."""
-    outcome: Outcome | None = None
-    async for item in stream_model(engine, request, timeout_s=timeout_s, stopwatch=stopwatch):
-        if isinstance(item, Outcome):
-            outcome = item
-    assert outcome is not None  # stream_model always ends with one
-    return outcome

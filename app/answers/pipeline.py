@@ -1,9 +1,9 @@
 """The straight line from a question to an audited answer: admission -> records -> facts -> intent ->
 answer cache -> deterministic text -> prompt -> engine -> validation -> cache -> audit.
 
-`explain` gives the whole answer (JSON API, console, batch); `converse` gives the same steps as
-events for the chat widget: the facts first, then the text as the model writes it, then the
-validated answer (or the deterministic text that replaces it)."""
+`converse` gives it as events, for the people who wait for it (chat widget, console): the facts
+first, then the text as the model writes it, then the validated answer (or the deterministic text
+that replaces it); `explain` gives its last event, the whole answer (JSON API, batch)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.answers import cache
 from app.answers.cache import CACHEABLE_INTENTS, CacheKey
-from app.answers.generation import Outcome, answer_request, ask_model, stream_model
+from app.answers.generation import Outcome, answer_request, stream_model
 from app.answers.schemas import (
     ExplanationRequest,
     ExplanationResponse,
@@ -116,19 +116,17 @@ async def explain(
     use_cache: bool = True,
     audit_id: uuid.UUID | None = None,
 ) -> ExplanationResponse:
-    """The whole answer. `use_cache=False` asks the model again (the console's regenerate).
-    `audit_id` names this request's audit row (the console shows it next); a cache hit answers with
-    the original answer's id, so the answer's own id cannot."""
-    async with _admitted(scheduler, settings, principal, channel, stopwatch) as level:
-        turn = await _turn(db, llm, settings, principal, request, channel, level, today, stopwatch, audit_id=audit_id)
-        if use_cache and (hit := await _cached(turn)) is not None:
-            return await _audit(turn, hit, None)
-        fallback = _deterministic(turn)
-        outcome = None
-        if (llm := _model_for(turn)) is not None:
-            outcome = await ask_model(llm, _generation(turn), timeout_s=settings.engine_timeout_s, stopwatch=stopwatch)
-        answer, _ = await _conclude(turn, fallback, outcome)
-        return answer
+    """The whole answer at once (JSON API, console without JavaScript, batch): `converse`'s last event."""
+    events = converse(
+        db, llm, scheduler, settings, principal, request, channel=channel, today=today, stopwatch=stopwatch,
+        use_cache=use_cache, audit_id=audit_id,
+    )  # fmt: skip
+    answer = None
+    async for event in events:  # to the end: admission is released as the conversation completes
+        if isinstance(event, Final):
+            answer = event.answer
+    assert answer is not None, "a conversation always ends with its Final event"
+    return answer
 
 
 async def converse(
@@ -139,17 +137,26 @@ async def converse(
     principal: Principal,
     request: ExplanationRequest,
     *,
-    customer_ref: str,
+    channel: str,
     today: date,
     stopwatch: Stopwatch,
+    customer_ref: str | None = None,
+    use_cache: bool = True,
+    audit_id: uuid.UUID | None = None,
 ) -> AsyncIterator[ChatEvent]:
-    """The chat widget's answer as events, for one customer's own accounts (any other: NotFound).
-    Admission is held until the generator ends; run it to its first event (Facts) before
+    """The answer as events: the facts, the text as it is written, the audited answer.
+
+    `customer_ref`: only that customer's accounts (the chat widget's token); any other is NotFound.
+    `use_cache=False` asks the model again (the console's regenerate). `audit_id` names this
+    request's audit row, for a caller that links to it (a cache hit answers with the original
+    answer's id). Admission is held until the generator ends: run it to its first event before
     answering, so that shedding and NotFound still become HTTP statuses."""
-    async with _admitted(scheduler, settings, principal, "widget", stopwatch) as level:
-        turn = await _turn(db, llm, settings, principal, request, "widget", level, today, stopwatch, customer_ref)
+    async with _admitted(scheduler, settings, principal, channel, stopwatch) as level:
+        turn = await _turn(
+            db, llm, settings, principal, request, channel, level, today, stopwatch, customer_ref, audit_id
+        )  # fmt: skip
         yield Facts(_response(turn, explanation="", source="fallback", model=None, usage=None))
-        if (hit := await _cached(turn)) is not None:
+        if use_cache and (hit := await _cached(turn)) is not None:
             yield Delta(hit.explanation)
             yield Final(await _audit(turn, hit, None))
             return
@@ -180,9 +187,8 @@ async def _turn(
     level: int,
     today: date,
     stopwatch: Stopwatch,
-    customer_ref: str | None = None,
-    *,
-    audit_id: uuid.UUID | None = None,
+    customer_ref: str | None,
+    audit_id: uuid.UUID | None,
 ) -> Turn:
     as_of = request.as_of or today
     with stopwatch.stage("db"):

@@ -114,6 +114,7 @@ class ChatController(Controller):
             settings,
             customer.principal,
             ExplanationRequest(**msgspec.structs.asdict(data)),
+            channel="widget",
             customer_ref=customer.customer_ref,
             today=date.today(),
             stopwatch=stopwatch(request.scope),

@@ -262,7 +262,7 @@ async def test_a_stream_that_never_starts_still_frees_its_admission_slot(engine:
     scheduler = Scheduler(capacity=1)
     events_ = converse(
         engine, None, scheduler, settings(), principal, ExplanationRequest("A-1", QUESTION),
-        customer_ref="C-1001", today=date(2026, 11, 10), stopwatch=Stopwatch(),
+        channel="widget", customer_ref="C-1001", today=date(2026, 11, 10), stopwatch=Stopwatch(),
     )  # fmt: skip
     await anext(events_)  # admitted, facts sent: the handler's part
     assert scheduler.in_flight == 1
