@@ -15,12 +15,12 @@ import msgspec
 from litestar import Controller, Request, Response, get, post
 from litestar.datastructures import Cookie, FormMultiDict
 from litestar.di import NamedDependency, Provide
-from litestar.exceptions import HTTPException, NotFoundException
+from litestar.exceptions import HTTPException, NotFoundException, ValidationException
 from litestar.params import FromPath, FromQuery
-from litestar.response import Redirect, Template
+from litestar.response import Redirect, ServerSentEvent, ServerSentEventMessage, Template
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.answers.pipeline import NotFound, explain
+from app.answers.pipeline import NotFound, converse, explain
 from app.answers.schemas import ExplanationRequest
 from app.api.console_session import (
     CSRF_REFUSED,
@@ -38,13 +38,14 @@ from app.api.console_session import (
 )
 from app.api.console_views import LOCALES, answer_view, statement_view
 from app.api.disconnect import until_disconnect
+from app.api.event_stream import event_stream
 from app.api.request_log import request_state, stopwatch
 from app.data.agents import ConsoleSession, authenticate, end_session, start_session
 from app.data.audit import find_answer, recent_answers
 from app.data.database import autocommit
 from app.data.directory import SEARCH_LIMIT, CustomerMatch, account_overview, search_customers
 from app.data.history import load_history
-from app.data.tenants import principal_for
+from app.data.tenants import Principal, principal_for
 from app.domain.facts import compute_facts
 from app.inference.engine import Engine
 from app.inference.scheduler import Scheduler, Shed
@@ -79,6 +80,21 @@ def _page(
 def _field(form: FormMultiDict, name: str) -> str:
     value = form.get(name)
     return value if isinstance(value, str) else ""
+
+
+def _question(form: FormMultiDict, account_ref: str) -> ExplanationRequest:
+    """The asked question, checked like the API's (msgspec.ValidationError otherwise)."""
+    # Browsers send a textarea's line breaks as CR LF; the question allows LF only.
+    question = _field(form, "question").replace("\r\n", "\n")
+    locale = _field(form, "locale") or None
+    return msgspec.convert({"account_ref": account_ref, "question": question, "locale": locale}, ExplanationRequest)
+
+
+async def _principal(db: AsyncEngine, agent: ConsoleSession) -> Principal:
+    async with autocommit(db) as conn:
+        principal = await principal_for(conn, agent.identity.tenant_id)
+    assert principal is not None  # a live session's agent belongs to an existing tenant
+    return principal
 
 
 def _login_page(
@@ -243,44 +259,59 @@ class ConsoleController(Controller):
         settings: NamedDependency[Settings],
         account_ref: FromPath[str],
     ) -> Response[Any]:
-        """Ask (or, with `regenerate`, ask the model again past the answer cache); then show the answer."""
-        # Browsers send a textarea's line breaks as CR LF; the question allows LF only.
-        question = _field(form, "question").replace("\r\n", "\n")
-        locale = _field(form, "locale") or None
+        """Ask (or, with `regenerate`, ask the model again past the answer cache); then show the
+        answer. Without JavaScript; the page's script streams through the route below instead."""
         try:
-            data = msgspec.convert(
-                {"account_ref": account_ref, "question": question, "locale": locale}, ExplanationRequest
-            )
+            data = _question(form, account_ref)
         except msgspec.ValidationError as exc:
-            error = f"The question was not asked: {exc}."
-            return await _account_page(db_engine, agent, account_ref, question=question, locale=locale,
-                                       error=error, status=400)  # fmt: skip
-        async with autocommit(db_engine) as conn:
-            principal = await principal_for(conn, agent.identity.tenant_id)
-        assert principal is not None  # a live session's agent belongs to an existing tenant
-        request_state(request.scope)["channel"] = "console"
+            return await _account_page(db_engine, agent, account_ref, question=_field(form, "question"),
+                                       locale=_field(form, "locale"), error=f"The question was not asked: {exc}.",
+                                       status=400)  # fmt: skip
+        principal = await _principal(db_engine, agent)
         audit_id = uuid.uuid4()
+        request_state(request.scope)["channel"] = "console"
         answer = await until_disconnect(
             request,
             explain(
-                db_engine,
-                llm,
-                scheduler,
-                settings,
-                principal,
-                data,
-                channel="console",
-                today=date.today(),
-                stopwatch=stopwatch(request.scope),
-                use_cache=_field(form, "regenerate") != "1",
-                audit_id=audit_id,
+                db_engine, llm, scheduler, settings, principal, data, channel="console", today=date.today(),
+                stopwatch=stopwatch(request.scope), use_cache=_field(form, "regenerate") != "1", audit_id=audit_id,
             ),
-        )
+        )  # fmt: skip
         extra: dict[str, str] = {"intent": answer.intent, "source": answer.source}
         if settings.log_questions:
             extra["question"] = data.question
         request_state(request.scope)["log_extra"] = extra
         return Redirect(f"{PATH}/answers/{audit_id}", status_code=303)
+
+    @post("/accounts/{account_ref:str}/answers/stream", status_code=200)
+    async def ask_streaming(
+        self,
+        request: Request,  # type: ignore[type-arg]
+        agent: NamedDependency[ConsoleSession],
+        form: NamedDependency[FormMultiDict],
+        db_engine: NamedDependency[AsyncEngine],
+        llm: NamedDependency[Engine | None],
+        scheduler: NamedDependency[Scheduler],
+        settings: NamedDependency[Settings],
+        account_ref: FromPath[str],
+    ) -> ServerSentEvent:
+        """The same, as Server-Sent Events (app/api/event_stream.py): the text as the model writes it,
+        then an `answer_page` event with the audited answer's page."""
+        try:
+            data = _question(form, account_ref)
+        except msgspec.ValidationError as exc:
+            raise ValidationException(f"The question was not asked: {exc}.") from exc
+        principal = await _principal(db_engine, agent)
+        audit_id = uuid.uuid4()
+        request_state(request.scope)["channel"] = "console"
+        events = converse(
+            db_engine, llm, scheduler, settings, principal, data, channel="console", today=date.today(),
+            stopwatch=stopwatch(request.scope), use_cache=_field(form, "regenerate") != "1", audit_id=audit_id,
+        )  # fmt: skip
+        page = msgspec.json.encode({"url": f"{PATH}/answers/{audit_id}"}).decode()
+        return await event_stream(
+            request, events, headers=_HEADERS, tail=[ServerSentEventMessage(page, event="answer_page")]
+        )
 
     @get("/answers/{answer_id:str}")
     async def answer(

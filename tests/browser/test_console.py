@@ -4,6 +4,7 @@ sized screen does not scroll sideways."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Iterator
@@ -64,7 +65,7 @@ async def sign_in(page: Page, server: ThreadedServer, bank: Any, password: str =
 
 
 async def test_an_agent_asks_and_reads_the_answers_waterfall(
-    page: Page, server: ThreadedServer, bank: Any, engine: AsyncEngine
+    page: Page, server: ThreadedServer, bank: Any, engine: AsyncEngine, fake_sglang: RunningFake
 ) -> None:
     await sign_in(page, server, bank)
     await expect(page.get_by_role("heading", name="Find a customer")).to_be_visible()
@@ -102,7 +103,18 @@ async def test_an_agent_asks_and_reads_the_answers_waterfall(
 
     await page.get_by_label("Question, as the customer put it").fill("Why is my bill higher than last month?")
     await expect(page.get_by_label("Answer language")).to_have_value("en")
+    fake_sglang.fake.default = Script(text=json.dumps({"answer": ANSWER}), token_delay_s=0.04)
     await page.get_by_role("button", name="Ask").click()
+    # The answer streams into the page as the model writes it, then links to its audited page.
+    live = page.locator("#live-answer")
+    lengths = set()
+    while await page.locator("#live-status").inner_text() != "Answered (source: model).":
+        lengths.add(len(await live.inner_text()))
+        await asyncio.sleep(0.03)
+    assert len(lengths - {0}) >= 3, lengths  # in pieces, not at once
+    await expect(live).to_have_text(ANSWER)
+    await screenshot(page, "console-streamed")
+    await page.get_by_role("link", name="Validation, tokens and latency waterfall of this answer").click()
 
     await expect(page.get_by_role("heading", name="Answer", exact=True)).to_be_visible()
     await expect(page.locator("#source")).to_have_text("model")
@@ -168,8 +180,8 @@ async def test_the_account_page_fits_a_phone_screen(browser: Browser, server: Th
         await expect(page.get_by_role("row", name=LONG_MERCHANT)).to_be_visible()
         await page.get_by_label("Question, as the customer put it").fill("What is " + LONG_MERCHANT + "?" * 3)
         await page.get_by_role("button", name="Ask").click()
-        await expect(page.get_by_role("heading", name="Answer", exact=True)).to_be_visible()
-        await page.get_by_role("link", name="Account B-1").click()
+        await expect(page.locator("#live-status")).to_have_text(re.compile(r"^Answered \(source: \w+\)\.$"))
+        await page.reload()
         await expect(page.get_by_role("table", name="Answers about this account")).to_contain_text(LONG_MERCHANT)
         widths = await page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
         assert widths[0] <= widths[1], widths

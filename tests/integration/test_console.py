@@ -232,9 +232,10 @@ async def test_asking_and_signing_out_need_the_sessions_csrf_token(
 ) -> None:
     csrf = await signed_in(console, bank)
     extra = {"csrf_token": token} if token else {}
-    refused = await console.post("/console/accounts/A-1/answers", data={"question": QUESTION, **extra})
-    assert refused.status_code == 403
-    assert "security token is missing or does not match your session" in refused.text
+    for path in ("/console/accounts/A-1/answers", "/console/accounts/A-1/answers/stream"):
+        refused = await console.post(path, data={"question": QUESTION, **extra})
+        assert refused.status_code == 403
+        assert "security token is missing or does not match your session" in refused.text
     async with autocommit(engine) as conn:
         count = "SELECT count(*) FROM answers WHERE tenant_id = :t"
         assert (await conn.execute(text(count), {"t": bank.id})).scalar_one() == 0  # nothing was asked
@@ -404,6 +405,32 @@ async def test_a_model_answer_shows_engine_stages_and_regenerating_skips_the_cac
     assert (await audit_row(engine, regenerated))["source"] == "model"
     assert len(fake_sglang.fake.requests) == 2
     assert 'name="regenerate" value="1"' in (await model_console.get(f"/console/answers/{regenerated}")).text
+
+
+async def test_the_page_streams_the_answer_then_links_to_its_audit_row(
+    model_console: Client, bank: Bank, engine: AsyncEngine
+) -> None:
+    csrf = await signed_in(model_console, bank)
+    data = {"csrf_token": csrf, "question": QUESTION, "locale": "en"}
+    r = await model_console.post("/console/accounts/A-1/answers/stream", data=data)
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/event-stream")
+    events = [
+        (block.split("\n")[0].removeprefix("event: "), json.loads(block.split("\n")[1].removeprefix("data: ")))
+        for block in r.text.replace("\r\n", "\n").strip().split("\n\n")
+    ]
+    names = [name for name, _ in events]
+    assert names[0] == "facts"
+    assert names[-2:] == ["final", "answer_page"]
+    assert "".join(data["text"] for name, data in events if name == "delta") == GOOD
+    page = events[-1][1]["url"]
+    row = await audit_row(engine, page.rsplit("/", 1)[1])
+    assert (row["channel"], row["source"], row["answer"]["explanation"]) == ("console", "model", GOOD)
+    assert "ttft" in row["stage_starts"]
+    assert "time to first token" in (await model_console.get(page)).text
+    # A bad question is a 400 before any stream.
+    r = await model_console.post("/console/accounts/A-1/answers/stream", data=data | {"question": " "})
+    assert r.status_code == 400
 
 
 async def test_a_bad_question_is_refused_on_the_account_page(console: Client, bank: Bank) -> None:

@@ -320,7 +320,7 @@
     }
   }
 
-  window.BillAssistant = { mount };
+  window.BillAssistant = { mount, readEvents }; // the console's page reads its stream with readEvents too
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", mountAll);
   else mountAll();
 })();

@@ -1,0 +1,91 @@
+"""A conversation (app/answers/pipeline.py `converse`) as Server-Sent Events, for the chat widget and
+the console: `facts` (every number, formatted as the customer reads it), `delta`* (the answer's
+text as the model writes it), `replace`? (the deterministic answer, when the model's failed
+validation), `final` (the answer as audited), then whatever the caller adds.
+
+The first event is produced before the response starts, so admission, the account check and the
+facts come first and a refusal is an HTTP status (401/404/429/503), never an event."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+
+import msgspec
+from litestar import Request
+from litestar.response import ServerSentEvent, ServerSentEventMessage
+
+from app.answers.pipeline import ChatEvent, Delta, Facts, Final, Replace
+from app.answers.schemas import ChatFacts, DriverLine, ExplanationResponse, FactsDisplay
+from app.api.disconnect import until_disconnect
+from app.api.request_log import request_state
+from app.domain.formatting import day, money
+from app.prompts import phrases
+
+# No proxy or browser may buffer or keep the stream.
+STREAM_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+
+
+def chat_facts(answer: ExplanationResponse) -> ChatFacts:
+    currency, locale = answer.currency, answer.locale
+    labels, status = phrases(answer.drivers, answer.payment.status, locale)
+    display = FactsDisplay(
+        current=money(answer.totals.current, currency, locale),
+        previous=money(answer.totals.previous, currency, locale),
+        difference=money(answer.totals.difference, currency, locale, sign=True),
+        minimum_due=money(answer.statement.minimum_due, currency, locale),
+        due_date=day(answer.statement.due_date, locale),
+        status=status,
+        drivers=[
+            DriverLine(label, money(d.amount, currency, locale, sign=True))
+            for label, d in zip(labels, answer.drivers, strict=True)
+        ],
+    )
+    return ChatFacts(
+        answer.account_ref, currency, locale, answer.intent, answer.statement, answer.totals, answer.drivers,
+        answer.payment, display,
+    )  # fmt: skip
+
+
+def _message(event: ChatEvent) -> ServerSentEventMessage:
+    payload: msgspec.Struct | dict[str, str]
+    match event:
+        case Facts(answer):
+            name, payload = "facts", chat_facts(answer)
+        case Delta(text):
+            name, payload = "delta", {"text": text}
+        case Replace(text, reason):
+            name, payload = "replace", {"text": text, "reason": reason}
+        case Final(answer):
+            name, payload = "final", answer
+    return ServerSentEventMessage(msgspec.json.encode(payload).decode(), event=name)
+
+
+async def _messages(
+    request: Request,  # type: ignore[type-arg]
+    first: ChatEvent,
+    rest: AsyncIterator[ChatEvent],
+    tail: Iterable[ServerSentEventMessage],
+) -> AsyncIterator[ServerSentEventMessage]:
+    yield _message(first)
+    async for event in rest:
+        if isinstance(event, Final):
+            request_state(request.scope)["log_extra"] = {"intent": event.answer.intent, "source": event.answer.source}
+        yield _message(event)
+    for message in tail:
+        yield message
+
+
+async def event_stream(
+    request: Request,  # type: ignore[type-arg]
+    events: AsyncIterator[ChatEvent],
+    *,
+    headers: dict[str, str] | None = None,
+    tail: Iterable[ServerSentEventMessage] = (),
+) -> ServerSentEvent:
+    async def first() -> ChatEvent:
+        return await anext(events)
+
+    # Admitted and checked before the response starts; from here the generator holds the
+    # admission slot until it ends (or is collected, should the stream never start).
+    facts = await until_disconnect(request, first())
+    return ServerSentEvent(_messages(request, facts, events, tail), headers=STREAM_HEADERS | (headers or {}))
