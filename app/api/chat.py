@@ -42,6 +42,8 @@ class ChatController(Controller):
         settings: NamedDependency[Settings],
     ) -> ServerSentEvent:
         request_state(request.scope)["channel"] = "widget"
+        if settings.log_questions:
+            request_state(request.scope)["log_extra"] = {"question": data.question}
         events = converse(
             db_engine,
             llm,

@@ -304,6 +304,8 @@ class ConsoleController(Controller):
         principal = await _principal(db_engine, agent)
         audit_id = uuid.uuid4()
         request_state(request.scope)["channel"] = "console"
+        if settings.log_questions:
+            request_state(request.scope)["log_extra"] = {"question": data.question}
         events = converse(
             db_engine, llm, scheduler, settings, principal, data, channel="console", today=date.today(),
             stopwatch=stopwatch(request.scope), use_cache=_field(form, "regenerate") != "1", audit_id=audit_id,

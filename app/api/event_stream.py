@@ -69,7 +69,8 @@ async def _messages(
     yield _message(first)
     async for event in rest:
         if isinstance(event, Final):
-            request_state(request.scope)["log_extra"] = {"intent": event.answer.intent, "source": event.answer.source}
+            extra = request_state(request.scope).setdefault("log_extra", {})
+            extra.update(intent=event.answer.intent, source=event.answer.source)
         yield _message(event)
     for message in tail:
         yield message

@@ -15,6 +15,7 @@ import pytest
 from litestar.testing import AsyncTestClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
+from structlog.testing import capture_logs
 
 from app.answers.pipeline import converse
 from app.answers.schemas import ExplanationRequest
@@ -271,3 +272,17 @@ async def test_a_stream_that_never_starts_still_frees_its_admission_slot(engine:
     for _ in range(10):
         await asyncio.sleep(0)
     assert scheduler.in_flight == 0
+
+
+@pytest.mark.parametrize("log_questions", ["0", "1"])
+async def test_one_log_event_per_stream_without_the_token(database_url: str, bank: Any, log_questions: str) -> None:
+    async with AsyncTestClient(app=create_app(settings(LOG_QUESTIONS=log_questions), database_url)) as client:
+        token = await token_for(client, bank.key)
+        with capture_logs() as logs:
+            r = await ask(client, token, question="Why is my bill higher? My PIN is 4821")
+    assert r.status_code == 200
+    [event] = [e for e in logs if e.get("event") == "request"]
+    assert (event["route"], event["status"], event["tenant"]) == ("/v1/chat", 200, bank.slug)
+    assert (event["intent"], event["source"]) == ("out_of_scope", "fallback")  # it mentions a PIN
+    assert token not in str(logs)
+    assert ("4821" in str(logs)) == (log_questions == "1")
