@@ -11,7 +11,7 @@ from datetime import timedelta
 from functools import cache
 
 import msgspec
-from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy import case, delete, func, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -21,6 +21,10 @@ from app.data.models import Agent, AgentSession, Tenant
 # 0.15 s a hash here. Kept in each hash string, so raising them later leaves old hashes valid.
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 5
 MIN_PASSWORD_LENGTH = 12
+# Password guessing: after this many wrong passwords in a row an agent cannot sign in for a while,
+# whatever it types (the answer stays the same, so the lock does not reveal that the user exists).
+MAX_FAILED_LOGINS = 5
+LOCKOUT = timedelta(minutes=15)
 
 
 class AgentExists(ValueError):
@@ -116,7 +120,7 @@ async def reset_agent(conn: AsyncConnection, tenant: int, username: str, display
     await conn.execute(
         statement.on_conflict_do_update(
             index_elements=[Agent.tenant_id, Agent.username],
-            set_={"password_hash": password_hash, "disabled_at": None},
+            set_={"password_hash": password_hash, "disabled_at": None, "failed_logins": 0, "locked_until": None},
         )
     )
 
@@ -138,8 +142,8 @@ async def disable_agent(conn: AsyncConnection, tenant: int, username: str) -> bo
 
 
 async def authenticate(conn: AsyncConnection, tenant_slug: str, username: str, password: str) -> Identity | None:
-    """The agent, if the password is right and it is enabled. An unknown tenant or username costs
-    the same hash as a known one, so response times do not tell which usernames exist."""
+    """The agent, if the password is right, it is enabled and not locked out. An unknown tenant or
+    username costs the same hash as a known one, so response times do not tell which usernames exist."""
     row = (
         await conn.execute(
             select(
@@ -148,6 +152,7 @@ async def authenticate(conn: AsyncConnection, tenant_slug: str, username: str, p
                 Agent.display_name,
                 Agent.password_hash,
                 Agent.disabled_at,
+                (func.coalesce(Agent.locked_until, func.now()) > func.now()).label("locked"),
                 Tenant.id.label("tenant_id"),
                 Tenant.slug,
                 Tenant.name,
@@ -157,9 +162,26 @@ async def authenticate(conn: AsyncConnection, tenant_slug: str, username: str, p
         )
     ).first()
     valid = await asyncio.to_thread(_verify_or_pretend, password, row.password_hash if row is not None else None)
-    if row is None or not valid or row.disabled_at is not None:
+    if row is None:
         return None
+    if row.locked or not valid or row.disabled_at is not None:
+        if not row.locked and not valid:
+            await _count_failure(conn, row.agent_id)
+        return None
+    await conn.execute(update(Agent).where(Agent.id == row.agent_id, Agent.failed_logins > 0).values(failed_logins=0))
     return Identity(row.agent_id, row.username, row.display_name, row.tenant_id, row.slug, row.name)
+
+
+async def _count_failure(conn: AsyncConnection, agent_id: int) -> None:
+    failed = Agent.failed_logins + 1
+    await conn.execute(
+        update(Agent)
+        .where(Agent.id == agent_id)
+        .values(
+            failed_logins=case((failed >= MAX_FAILED_LOGINS, 0), else_=failed),
+            locked_until=case((failed >= MAX_FAILED_LOGINS, func.now() + LOCKOUT), else_=Agent.locked_until),
+        )
+    )
 
 
 def _token_hash(token: str) -> str:

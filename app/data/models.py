@@ -293,6 +293,9 @@ class Agent(Base):
     password_hash: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = _created_at()
     disabled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Failed sign-ins in a row; past the limit, sign-ins are refused until locked_until (app/data/agents.py).
+    failed_logins: Mapped[int] = mapped_column(server_default=text("0"))
+    locked_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class AgentSession(Base):

@@ -1,4 +1,5 @@
-"""agent console: per-tenant agent users, their server-side sessions, and stage start times per answer
+"""agent console: per-tenant agent users (with a sign-in lockout), their server-side sessions, and
+stage start times per answer
 
 Revision ID: 0006
 Revises: 0005
@@ -27,6 +28,8 @@ def upgrade() -> None:
         sa.Column("password_hash", sa.String(length=200), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False),
         sa.Column("disabled_at", sa.DateTime(timezone=True), nullable=True),
+        sa.Column("failed_logins", sa.Integer(), server_default=sa.text("0"), nullable=False),
+        sa.Column("locked_until", sa.DateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(
             ["tenant_id"], ["tenants.id"], name=op.f("fk_agents_tenant_id_tenants"), ondelete="CASCADE"
         ),

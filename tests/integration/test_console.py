@@ -24,7 +24,15 @@ from app.api.app import create_app
 from app.api.console_views import statement_view
 from app.api.waterfall import STAGES
 from app.cli import DEMO_AGENT, demo_agents, main
-from app.data.agents import Identity, authenticate, create_agent, disable_agent, hash_password, verify_password
+from app.data.agents import (
+    MAX_FAILED_LOGINS,
+    Identity,
+    authenticate,
+    create_agent,
+    disable_agent,
+    hash_password,
+    verify_password,
+)
 from app.data.database import autocommit, create_engine
 from app.data.history import load_history
 from app.data.tenants import create_tenant, set_limits
@@ -195,6 +203,27 @@ async def test_a_wrong_password_an_unknown_user_and_a_disabled_agent_all_get_the
         assert not any(c.startswith("console_session=") for c in response.headers.get_list("set-cookie"))
         assert 'value="ana"' in response.text or 'value="nobody"' in response.text  # the form keeps what was typed
     assert (await console.get("/console", follow_redirects=False)).status_code == 303
+
+
+async def test_repeated_wrong_passwords_lock_the_agent_out_for_a_while(
+    console: Client, bank: Bank, engine: AsyncEngine
+) -> None:
+    for _ in range(MAX_FAILED_LOGINS):
+        assert (await sign_in(console, bank, password="guess-guess-guess")).status_code == 401
+    locked = await sign_in(console, bank)  # the right password, too late: the same answer as a wrong one
+    assert locked.status_code == 401
+    assert "Sign-in failed: the bank, username and password do not match an active agent." in locked.text
+    async with engine.begin() as conn:
+        row = await conn.execute(text("SELECT locked_until > now() FROM agents WHERE tenant_id = :t"), {"t": bank.id})
+        assert row.scalar_one() is True
+        # The lock lapses (here: moved into the past) and the right password works again.
+        await conn.execute(text("UPDATE agents SET locked_until = now() - interval '1 s' WHERE tenant_id = :t"),
+                           {"t": bank.id})  # fmt: skip
+    assert (await sign_in(console, bank)).status_code == 303
+    # A success clears the count: the next wrong password does not lock again at once.
+    with other_cookies(console):
+        assert (await sign_in(console, bank, password="guess-guess-guess")).status_code == 401
+        assert (await sign_in(console, bank)).status_code == 303
 
 
 async def test_disabling_an_agent_ends_its_sessions(console: Client, bank: Bank, engine: AsyncEngine) -> None:
