@@ -119,12 +119,17 @@ async def _start_batch_worker(app: Litestar) -> None:
         app.state.batch_worker = asyncio.create_task(worker.run_forever())
 
 
-async def _stop_batch_worker(app: Litestar) -> None:
+async def _shutdown(app: Litestar) -> None:
+    """Last, after every lifespan manager: stop the batch worker, then close the pool. (The plugin's
+    own clean-up looks the engine up under another state key than the one it stored it under, so
+    it never closes it; a process that builds several apps, like the tests, would keep every pool.)"""
     task: asyncio.Task[None] | None = app.state.get("batch_worker")
     if task is not None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+    db: SQLAlchemyAsyncConfig = app.state.db_config
+    await db.get_engine().dispose()
 
 
 def create_app(settings: Settings, database_url: str) -> Litestar:
@@ -170,7 +175,7 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
         middleware=[RequestLogMiddleware()],
         cors_config=cors if settings.widget_origins else None,
         on_startup=[load_templates, _start_batch_worker, _freeze_startup_objects],
-        on_shutdown=[_stop_batch_worker],
+        on_shutdown=[_shutdown],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         template_config=TemplateConfig(directory=WEB / "templates", engine=JinjaTemplateEngine),
         openapi_config=OpenAPIConfig(title="Bill Assistant", version="0.1.0", path="/schema"),
