@@ -40,7 +40,7 @@ async def record_answer(
     usage_json: str | None,
     fallback_reason: str | None,
     timings_json: str,
-    stage_starts_json: str | None = None,
+    stage_starts_json: str,
 ) -> None:
     await conn.execute(
         _INSERT,

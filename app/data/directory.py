@@ -6,23 +6,17 @@ import msgspec
 from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.answers.schemas import AccountOut
 from app.data.models import Account, Customer
 
 SEARCH_LIMIT = 20  # customers per search: an agent narrows the term rather than pages through
-
-
-class AccountBrief(msgspec.Struct, frozen=True):
-    ref: str
-    kind: str
-    currency: str
-    masked_number: str
 
 
 class CustomerMatch(msgspec.Struct, frozen=True):
     ref: str
     name: str
     locale: str
-    accounts: list[AccountBrief]
+    accounts: list[AccountOut]
 
 
 class AccountOverview(msgspec.Struct, frozen=True):
@@ -65,7 +59,7 @@ async def search_customers(
     for row in rows:
         customer = found.setdefault(row.id, CustomerMatch(row.ref, row.name, row.locale, []))
         if row.account_ref is not None:
-            customer.accounts.append(AccountBrief(row.account_ref, row.kind, row.currency, row.masked_number))
+            customer.accounts.append(AccountOut(row.account_ref, row.kind, row.currency, row.masked_number))
     return list(found.values())
 
 
