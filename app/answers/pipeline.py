@@ -113,14 +113,15 @@ async def explain(
     channel: str,
     today: date,
     stopwatch: Stopwatch,
-    use_cache: bool = True,
-    audit_id: uuid.UUID | None = None,
 ) -> ExplanationResponse:
-    """The whole answer at once (JSON API, console without JavaScript, batch): `converse`'s last event."""
-    events = converse(
-        db, llm, scheduler, settings, principal, request, channel=channel, today=today, stopwatch=stopwatch,
-        use_cache=use_cache, audit_id=audit_id,
-    )  # fmt: skip
+    """The whole answer at once (JSON API, batch): `converse`'s last event."""
+    return await final_answer(
+        converse(db, llm, scheduler, settings, principal, request, channel=channel, today=today, stopwatch=stopwatch)
+    )
+
+
+async def final_answer(events: AsyncIterator[ChatEvent]) -> ExplanationResponse:
+    """A conversation's audited answer, once it has ended."""
     answer = None
     async for event in events:  # to the end: admission is released as the conversation completes
         if isinstance(event, Final):

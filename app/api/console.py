@@ -8,6 +8,7 @@ is "not found", exactly like a missing one."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
 from datetime import date
 from typing import Any
 
@@ -20,7 +21,7 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, ServerSentEvent, ServerSentEventMessage, Template
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.answers.pipeline import NotFound, converse, explain
+from app.answers.pipeline import ChatEvent, NotFound, converse, final_answer
 from app.answers.schemas import ExplanationRequest
 from app.api.console_session import (
     CSRF_REFUSED,
@@ -45,7 +46,7 @@ from app.data.audit import find_answer, recent_answers
 from app.data.database import autocommit
 from app.data.directory import SEARCH_LIMIT, CustomerMatch, account_overview, search_customers
 from app.data.history import load_history
-from app.data.tenants import Principal, principal_for
+from app.data.tenants import principal_for
 from app.domain.facts import compute_facts
 from app.inference.engine import Engine
 from app.inference.scheduler import Scheduler, Shed
@@ -90,11 +91,30 @@ def _question(form: FormMultiDict, account_ref: str) -> ExplanationRequest:
     return msgspec.convert({"account_ref": account_ref, "question": question, "locale": locale}, ExplanationRequest)
 
 
-async def _principal(db: AsyncEngine, agent: ConsoleSession) -> Principal:
+async def _conversation(
+    request: Request,  # type: ignore[type-arg]
+    agent: ConsoleSession,
+    form: FormMultiDict,
+    db: AsyncEngine,
+    llm: Engine | None,
+    scheduler: Scheduler,
+    settings: Settings,
+    data: ExplanationRequest,
+) -> tuple[AsyncIterator[ChatEvent], uuid.UUID]:
+    """The question asked at console priority, and the id its audit row will have (the answer page
+    links to the row: a cache hit answers with the original answer's id)."""
     async with autocommit(db) as conn:
         principal = await principal_for(conn, agent.identity.tenant_id)
     assert principal is not None  # a live session's agent belongs to an existing tenant
-    return principal
+    request_state(request.scope)["channel"] = "console"
+    if settings.log_questions:
+        request_state(request.scope)["log_extra"] = {"question": data.question}
+    audit_id = uuid.uuid4()
+    events = converse(
+        db, llm, scheduler, settings, principal, data, channel="console", today=date.today(),
+        stopwatch=stopwatch(request.scope), use_cache=_field(form, "regenerate") != "1", audit_id=audit_id,
+    )  # fmt: skip
+    return events, audit_id
 
 
 def _login_page(
@@ -267,20 +287,9 @@ class ConsoleController(Controller):
             return await _account_page(db_engine, agent, account_ref, question=_field(form, "question"),
                                        locale=_field(form, "locale"), error=f"The question was not asked: {exc}.",
                                        status=400)  # fmt: skip
-        principal = await _principal(db_engine, agent)
-        audit_id = uuid.uuid4()
-        request_state(request.scope)["channel"] = "console"
-        answer = await until_disconnect(
-            request,
-            explain(
-                db_engine, llm, scheduler, settings, principal, data, channel="console", today=date.today(),
-                stopwatch=stopwatch(request.scope), use_cache=_field(form, "regenerate") != "1", audit_id=audit_id,
-            ),
-        )  # fmt: skip
-        extra: dict[str, str] = {"intent": answer.intent, "source": answer.source}
-        if settings.log_questions:
-            extra["question"] = data.question
-        request_state(request.scope)["log_extra"] = extra
+        events, audit_id = await _conversation(request, agent, form, db_engine, llm, scheduler, settings, data)
+        answer = await until_disconnect(request, final_answer(events))
+        request_state(request.scope).setdefault("log_extra", {}).update(intent=answer.intent, source=answer.source)
         return Redirect(f"{PATH}/answers/{audit_id}", status_code=303)
 
     @post("/accounts/{account_ref:str}/answers/stream", status_code=200)
@@ -301,15 +310,7 @@ class ConsoleController(Controller):
             data = _question(form, account_ref)
         except msgspec.ValidationError as exc:
             raise ValidationException(f"The question was not asked: {exc}.") from exc
-        principal = await _principal(db_engine, agent)
-        audit_id = uuid.uuid4()
-        request_state(request.scope)["channel"] = "console"
-        if settings.log_questions:
-            request_state(request.scope)["log_extra"] = {"question": data.question}
-        events = converse(
-            db_engine, llm, scheduler, settings, principal, data, channel="console", today=date.today(),
-            stopwatch=stopwatch(request.scope), use_cache=_field(form, "regenerate") != "1", audit_id=audit_id,
-        )  # fmt: skip
+        events, audit_id = await _conversation(request, agent, form, db_engine, llm, scheduler, settings, data)
         page = msgspec.json.encode({"url": f"{PATH}/answers/{audit_id}"}).decode()
         return await event_stream(
             request, events, headers=_HEADERS, tail=[ServerSentEventMessage(page, event="answer_page")]
