@@ -21,9 +21,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app import demo
 from app.data.agents import create_agent, disable_agent, reset_agent
 from app.data.database import create_engine, migrate, resolve_database_url
-from app.data.importer import ImportRejected, import_file, parse
-from app.data.tenants import TenantExists, create_tenant, issue_api_key, set_limits, set_policy, tenant_id
+from app.data.importer import import_file, parse
+from app.data.tenants import create_tenant, issue_api_key, set_limits, set_policy, tenant_id
 from app.domain.policy import TenantPolicy
+from app.errors import AlreadyExists, ImportRejected
 from app.settings import Settings, get_settings
 
 T = TypeVar("T")
@@ -93,7 +94,7 @@ def tenants_create(slug: str, name: str, priority_class: str) -> None:
 
     try:
         key = _in_transaction(work)
-    except TenantExists as exc:
+    except AlreadyExists as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"created tenant {slug} ({priority_class}); its API key, shown only now:")
     click.echo(key)

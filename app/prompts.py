@@ -17,12 +17,11 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from app.domain import formatting
 from app.domain.facts import BillFacts, Driver, Entry
-from app.domain.intents import Intent
 from app.domain.policy import TenantPolicy
+from app.domain.vocabulary import LOCALES, Intent
 from app.settings import PROJECT_ROOT
 
 PROMPTS_DIR = PROJECT_ROOT / "prompts"
-LOCALES = ("en", "zh-CN")
 FACTS_MARKER = "FACTS\n"
 # Chat templates of served model families, and the strings that end a turn in each.
 CHAT_STOPS = {"chatml": ["<|im_end|>"], "gemma": ["<end_of_turn>"]}

@@ -23,10 +23,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from app.domain.priority import QUEUE_DEADLINE_S, TenantLimits, effective_level
-from app.inference.scheduler import Scheduler, Shed
+from app.domain.vocabulary import Channel, PriorityClass
+from app.errors import Shed
+from app.inference.scheduler import Scheduler
 
 BANK = TenantLimits(weight=1, max_concurrency=1000, rate_per_s=1e6)
-TRAFFIC = {  # channel -> (tenant, tenant class)
+TRAFFIC: dict[Channel, tuple[str, PriorityClass]] = {  # channel -> (tenant, tenant class)
     "widget": ("northbridge", "interactive"),
     "console": ("northbridge", "interactive"),
     "batch": ("downstream-jobs", "batch"),
@@ -49,14 +51,14 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def phase(
-    rates: dict[str, float], duration_s: float, capacity: int, service_s: float, seed: int
+    rates: dict[Channel, float], duration_s: float, capacity: int, service_s: float, seed: int
 ) -> dict[str, Stats]:
     rng = random.Random(seed)
     scheduler = Scheduler(capacity=capacity, service_time_s=service_s)
     stats: dict[str, Stats] = defaultdict(Stats)
     window_end = time.perf_counter() + duration_s
 
-    async def request(channel: str) -> None:
+    async def request(channel: Channel) -> None:
         tenant, klass = TRAFFIC[channel]
         arrived = time.perf_counter()
         try:
@@ -72,7 +74,7 @@ async def phase(
         except Shed:
             stats[channel].shed += 1
 
-    async def arrivals(channel: str, rate: float) -> list[asyncio.Task[None]]:
+    async def arrivals(channel: Channel, rate: float) -> list[asyncio.Task[None]]:
         tasks, at, start = [], 0.0, time.perf_counter()
         while (at := at + rng.expovariate(rate)) < duration_s:
             await asyncio.sleep(max(0.0, start + at - time.perf_counter()))
@@ -93,8 +95,8 @@ def main(argv: list[str] | None = None) -> None:
     service_s = args.service_ms / 1000
     # Mean service is median * e^(sigma^2/2) for a log-normal; capacity in requests/s:
     throughput = args.capacity / (service_s * math.exp(0.5**2 / 2))
-    interactive = {"widget": 0.2 * throughput, "console": 0.1 * throughput}
-    overload = {**interactive, "batch": 2 * throughput - 0.3 * throughput}
+    interactive: dict[Channel, float] = {"widget": 0.2 * throughput, "console": 0.1 * throughput}
+    overload: dict[Channel, float] = {**interactive, "batch": 2 * throughput - 0.3 * throughput}
     unloaded = asyncio.run(phase(interactive, args.duration, args.capacity, service_s, seed=1))
     overloaded = asyncio.run(phase(overload, args.duration, args.capacity, service_s, seed=1))
 

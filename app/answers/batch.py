@@ -13,13 +13,14 @@ import msgspec
 import structlog
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.answers.pipeline import NotFound, explain
+from app.answers.pipeline import explain
 from app.answers.schemas import ExplanationRequest
 from app.data.database import autocommit
 from app.data.jobs import ClaimedItem, claim_items, finish_item, release_item
 from app.data.tenants import principal_for
+from app.errors import NotFound, Shed
 from app.inference.engine import Engine
-from app.inference.scheduler import Scheduler, Shed
+from app.inference.scheduler import Scheduler
 from app.settings import Settings
 from app.timing import Stopwatch
 

@@ -10,7 +10,8 @@ import msgspec
 
 from app.answers.schemas import Usage
 from app.answers.streaming import AnswerTextDecoder
-from app.inference.engine import Engine, EngineError, Event, Finished, GenerationRequest, TextDelta
+from app.errors import EngineError
+from app.inference.engine import Engine, Event, Finished, GenerationRequest, TextDelta
 from app.prompts import RenderedPrompt
 from app.timing import Stopwatch
 

@@ -32,20 +32,18 @@ from app.data.database import autocommit
 from app.data.history import load_history
 from app.data.tenants import Principal
 from app.domain.facts import BillFacts, compute_facts
-from app.domain.intents import Intent, classify, mentioned
+from app.domain.intents import classify, mentioned
 from app.domain.priority import QUEUE_DEADLINE_S, effective_level
 from app.domain.records import AccountHistory
 from app.domain.validation import validate
+from app.domain.vocabulary import Channel, Intent
+from app.errors import NotFound
 from app.inference.engine import Engine, GenerationRequest
 from app.inference.scheduler import Scheduler
 from app.metrics import ANSWERS, CACHED_TOKENS, COMPLETION_TOKENS, FALLBACKS, PROMPT_TOKENS, SPEC_ACCEPT_RATE
 from app.prompts import PROMPT_VERSION, render_fallback, render_prompt
 from app.settings import Settings
 from app.timing import Stopwatch
-
-
-class NotFound(LookupError):
-    """The tenant has no such account or statement (another tenant's account looks the same)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +55,7 @@ class Turn:
     settings: Settings
     principal: Principal
     request: ExplanationRequest
-    channel: str
+    channel: Channel
     level: int
     stopwatch: Stopwatch
     history: AccountHistory
@@ -91,7 +89,7 @@ ChatEvent = Facts | Delta | Replace | Final
 
 @asynccontextmanager
 async def _admitted(
-    scheduler: Scheduler, settings: Settings, principal: Principal, channel: str, stopwatch: Stopwatch
+    scheduler: Scheduler, settings: Settings, principal: Principal, channel: Channel, stopwatch: Stopwatch
 ) -> AsyncIterator[int]:
     """Admission (rate limit, priority, fairness, deadline) for as long as the answer takes; the level."""
     level = effective_level(principal.priority_class, channel)
@@ -110,7 +108,7 @@ async def explain(
     principal: Principal,
     request: ExplanationRequest,
     *,
-    channel: str,
+    channel: Channel,
     today: date,
     stopwatch: Stopwatch,
 ) -> ExplanationResponse:
@@ -138,7 +136,7 @@ async def converse(
     principal: Principal,
     request: ExplanationRequest,
     *,
-    channel: str,
+    channel: Channel,
     today: date,
     stopwatch: Stopwatch,
     customer_ref: str | None = None,
@@ -184,7 +182,7 @@ async def _turn(
     settings: Settings,
     principal: Principal,
     request: ExplanationRequest,
-    channel: str,
+    channel: Channel,
     level: int,
     today: date,
     stopwatch: Stopwatch,

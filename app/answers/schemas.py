@@ -10,10 +10,8 @@ from typing import Annotated, Literal
 import msgspec
 
 from app.domain.facts import Driver, PaymentStatus
-from app.domain.intents import Intent
+from app.domain.vocabulary import Intent, Locale, Source
 
-Locale = Literal["en", "zh-CN"]
-Source = Literal["model", "fallback", "cache"]
 # Any C0/C1 control character except tab and newline, which a multi-line question may hold.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 

@@ -21,7 +21,7 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, ServerSentEvent, ServerSentEventMessage, Template
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.answers.pipeline import ChatEvent, NotFound, converse, final_answer
+from app.answers.pipeline import ChatEvent, converse, final_answer
 from app.answers.schemas import ExplanationRequest
 from app.api.console_session import (
     CSRF_REFUSED,
@@ -48,8 +48,9 @@ from app.data.directory import SEARCH_LIMIT, CustomerMatch, account_overview, se
 from app.data.history import load_history
 from app.data.tenants import principal_for
 from app.domain.facts import compute_facts
+from app.errors import NotFound, Shed
 from app.inference.engine import Engine
-from app.inference.scheduler import Scheduler, Shed
+from app.inference.scheduler import Scheduler
 from app.settings import Settings
 
 WRONG_LOGIN = "Sign-in failed: the bank, username and password do not match an active agent."

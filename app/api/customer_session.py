@@ -20,13 +20,13 @@ from litestar.exceptions import NotAuthorizedException
 from litestar.params import JSONBody
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.answers.pipeline import NotFound
 from app.answers.schemas import SessionOut, SessionRequest
 from app.api.auth import KeyCache, provide_principal
 from app.api.request_log import request_state, stopwatch
 from app.data.customers import customer_locale
 from app.data.database import autocommit
 from app.data.tenants import Principal, principal_for
+from app.errors import NotFound
 from app.settings import Settings
 
 _VERSION = "v1"

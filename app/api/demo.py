@@ -11,11 +11,11 @@ from litestar.params import FromQuery
 from litestar.response import Template
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.answers.pipeline import NotFound
 from app.api.customer_session import start_session
 from app.data.database import autocommit
 from app.data.tenants import principal_for, tenant_id
 from app.demo import TENANTS
+from app.errors import NotFound
 from app.settings import Settings
 
 

@@ -9,9 +9,8 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.status_codes import HTTP_404_NOT_FOUND, HTTP_500_INTERNAL_SERVER_ERROR
 
-from app.answers.pipeline import NotFound
 from app.api.disconnect import ClientGone
-from app.inference.scheduler import Shed
+from app.errors import NotFound, Shed
 
 log = structlog.get_logger("bill_assistant.errors")
 

@@ -20,12 +20,12 @@ from litestar.params import FromPath, JSONBody
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.answers.batch import item_request
-from app.answers.pipeline import NotFound
 from app.answers.schemas import BatchRequest, JobAccepted
 from app.api.auth import provide_principal
 from app.data.database import autocommit
 from app.data.jobs import create_job, job_view
 from app.data.tenants import Principal
+from app.errors import NotFound
 
 
 class JobController(Controller):

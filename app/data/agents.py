@@ -16,6 +16,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data.models import Agent, AgentSession, Tenant
+from app.errors import AlreadyExists
 
 # OWASP's scrypt setting for 16 MiB of memory (cost 2^14, block size 8, parallelism 5): about
 # 0.15 s a hash here. Kept in each hash string, so raising them later leaves old hashes valid.
@@ -25,10 +26,6 @@ MIN_PASSWORD_LENGTH = 12
 # whatever it types (the answer stays the same, so the lock does not reveal that the user exists).
 MAX_FAILED_LOGINS = 5
 LOCKOUT = timedelta(minutes=15)
-
-
-class AgentExists(ValueError):
-    pass
 
 
 class Identity(msgspec.Struct, frozen=True):
@@ -100,7 +97,7 @@ async def create_agent(conn: AsyncConnection, tenant: int, username: str, displa
     username = _checked(username, password)
     exists = select(Agent.id).where(Agent.tenant_id == tenant, Agent.username == username)
     if (await conn.execute(exists)).first() is not None:
-        raise AgentExists(f"agent {username!r} already exists")
+        raise AlreadyExists(f"agent {username!r} already exists")
     password_hash = await asyncio.to_thread(hash_password, password)  # the KDF releases the GIL
     result = await conn.execute(
         insert(Agent)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
 from itertools import pairwise
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, cast
 
 import msgspec
 from sqlalchemy import Boolean, Table, literal_column, select, tuple_
@@ -21,6 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data.models import Account, Customer, Statement, Transaction
 from app.data.tenants import tenant_id as find_tenant
+from app.domain.vocabulary import Locale, TransactionKind
+from app.errors import ImportRejected
 
 Ref = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f\x7f]+$")]
 Amount = Annotated[str, msgspec.Meta(pattern=r"^-?[0-9]{1,12}(\.[0-9]{1,2})?$")]
@@ -30,7 +32,7 @@ Text200 = Annotated[str, msgspec.Meta(max_length=200)]
 class TransactionIn(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     ref: Ref
     posted_on: date
-    kind: Literal["purchase", "refund", "fee", "interest", "payment", "adjustment"]
+    kind: TransactionKind
     amount: Amount
     merchant: Text200 | None = None
     category: Annotated[str, msgspec.Meta(max_length=64)] | None = None
@@ -57,17 +59,13 @@ class AccountIn(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
 class CustomerIn(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     ref: Ref
     name: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
-    locale: Literal["en", "zh-CN"]
+    locale: Locale
     accounts: list[AccountIn] = []
 
 
 class ImportFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     tenant: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
     customers: list[CustomerIn]
-
-
-class ImportRejected(ValueError):
-    """The file is wrong; the message names the field (as a JSON path) and nothing was written."""
 
 
 @dataclass

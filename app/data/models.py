@@ -33,11 +33,7 @@ from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.sql.elements import conv
 
-PRIORITY_CLASSES = ("interactive", "standard", "batch")
-LOCALES = ("en", "zh-CN")
-TRANSACTION_KINDS = ("purchase", "refund", "fee", "interest", "payment", "adjustment")
-CHANNELS = ("widget", "console", "api", "batch")
-ANSWER_SOURCES = ("model", "fallback", "cache")
+from app.domain.vocabulary import CHANNELS, LOCALES, PRIORITY_CLASSES, SOURCES, TRANSACTION_KINDS
 
 Money = Numeric(14, 2)
 
@@ -191,7 +187,7 @@ class Answer(Base):
         ForeignKeyConstraint(["tenant_id", "account_id"], ["accounts.tenant_id", "accounts.id"]),
         ForeignKeyConstraint(["tenant_id", "statement_id"], ["statements.tenant_id", "statements.id"]),
         CheckConstraint(_in("channel", CHANNELS), name="channel"),
-        CheckConstraint(_in("source", ANSWER_SOURCES), name="source"),
+        CheckConstraint(_in("source", SOURCES), name="source"),
         Index(None, "tenant_id", "created_at"),
         Index(None, "account_id", "created_at"),  # the console's answers for an account
     )

@@ -10,9 +10,11 @@ import msgspec
 from sqlalchemy import insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.data.models import PRIORITY_CLASSES, ApiKey, Tenant
+from app.data.models import ApiKey, Tenant
 from app.domain.policy import TenantPolicy
 from app.domain.priority import TenantLimits
+from app.domain.vocabulary import PRIORITY_CLASSES, PriorityClass
+from app.errors import AlreadyExists
 
 KEY_PREFIX = "ba_"
 
@@ -22,13 +24,9 @@ class Principal(msgspec.Struct, frozen=True):
 
     tenant_id: int
     tenant_slug: str
-    priority_class: str
+    priority_class: PriorityClass
     policy: TenantPolicy
     limits: TenantLimits
-
-
-class TenantExists(ValueError):
-    pass
 
 
 def hash_key(key: str) -> str:
@@ -41,7 +39,7 @@ async def create_tenant(
     if priority_class not in PRIORITY_CLASSES:
         raise ValueError(f"priority class must be one of {', '.join(PRIORITY_CLASSES)}")
     if await tenant_id(conn, slug) is not None:
-        raise TenantExists(f"tenant {slug!r} already exists")
+        raise AlreadyExists(f"tenant {slug!r} already exists")
     if policy:
         msgspec.convert({"brand": name, **policy}, TenantPolicy)  # refuse an unknown or malformed key now
     result = await conn.execute(

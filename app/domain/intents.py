@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Literal
 
-Intent = Literal["bill_change", "charge", "fees_interest", "payment", "out_of_scope"]
+from app.domain.vocabulary import Intent
 
 _RULES: list[tuple[Intent, re.Pattern[str]]] = [
     # Requests the assistant cannot serve, even when they mention the bill: a person must.

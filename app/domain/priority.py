@@ -16,22 +16,23 @@ A request's level comes from its channel — who is waiting for it — capped by
 | batch        | 1 (and its batch channel stays 0) |
 
 So a batch-class tenant never outranks a widget request of an interactive one, and batch work is
-always last. The level is also the SGLang `priority` (higher = more important), so the engine's own
-scheduler agrees with ours.
+always last. The level is also sent to SGLang as the request's `priority` (higher = more important).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-CHANNEL_LEVEL: dict[str, int] = {"widget": 3, "console": 2, "api": 1, "batch": 0}
-CLASS_CAP: dict[str, int] = {"interactive": 3, "standard": 2, "batch": 1}
+from app.domain.vocabulary import Channel, PriorityClass
+
+CHANNEL_LEVEL: dict[Channel, int] = {"widget": 3, "console": 2, "api": 1, "batch": 0}
+CLASS_CAP: dict[PriorityClass, int] = {"interactive": 3, "standard": 2, "batch": 1}
 # How long a request may wait for the engine before it is refused (a person gives up; a job retries).
-QUEUE_DEADLINE_S: dict[str, float] = {"widget": 2.0, "console": 5.0, "api": 15.0, "batch": 120.0}
+QUEUE_DEADLINE_S: dict[Channel, float] = {"widget": 2.0, "console": 5.0, "api": 15.0, "batch": 120.0}
 LEVELS = (3, 2, 1, 0)
 
 
-def effective_level(priority_class: str, channel: str) -> int:
+def effective_level(priority_class: PriorityClass, channel: Channel) -> int:
     return min(CHANNEL_LEVEL[channel], CLASS_CAP[priority_class])
 
 

@@ -18,7 +18,8 @@ from typing import Any
 
 import httpx
 
-from app.inference.engine import EngineError, Event, Finished, GenerationRequest, TextDelta
+from app.errors import EngineError
+from app.inference.engine import Event, Finished, GenerationRequest, TextDelta, engine_error
 
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
@@ -100,7 +101,7 @@ class EmbeddedEngine:
         try:
             while (chunk := await chunks.get()) is not None:
                 if "error" in chunk or "choices" not in chunk:
-                    raise EngineError.from_event("llama.cpp", chunk.get("error", chunk))
+                    raise engine_error("llama.cpp", chunk.get("error", chunk))
                 choice = chunk["choices"][0]
                 if text := choice.get("text"):
                     if first is None:

@@ -7,6 +7,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
+from app.errors import EngineError
+
 
 class GenerationRequest(msgspec.Struct, frozen=True):
     request_id: str
@@ -37,13 +39,10 @@ class Finished(msgspec.Struct, frozen=True):
 Event = TextDelta | Finished
 
 
-class EngineError(RuntimeError):
-    """The engine failed the request (unreachable, refused it, or errored mid-stream)."""
-
-    @classmethod
-    def from_event(cls, engine: str, error: Any) -> EngineError:
-        message = error.get("message", error) if isinstance(error, dict) else error
-        return cls(f"{engine}: {message}")
+def engine_error(engine: str, error: Any) -> EngineError:
+    """An error the engine reported mid-stream, as an EngineError naming the engine."""
+    message = error.get("message", error) if isinstance(error, dict) else error
+    return EngineError(f"{engine}: {message}")
 
 
 @runtime_checkable

@@ -26,14 +26,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from app.domain.priority import LEVELS, TenantLimits
-
-
-class Shed(Exception):
-    """The request was refused; status 429 (this tenant's rate) or 503 (overload, shutdown)."""
-
-    def __init__(self, status: int, reason: str, retry_after_s: float, message: str) -> None:
-        super().__init__(message)
-        self.status, self.reason, self.retry_after_s = status, reason, retry_after_s
+from app.errors import Shed
 
 
 @dataclass

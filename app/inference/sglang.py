@@ -16,7 +16,8 @@ from typing import Any
 import httpx
 import msgspec
 
-from app.inference.engine import EngineError, Event, Finished, GenerationRequest, TextDelta
+from app.errors import EngineError
+from app.inference.engine import Event, Finished, GenerationRequest, TextDelta, engine_error
 
 
 def _ms(seconds: Any) -> float | None:
@@ -82,7 +83,7 @@ class SGLangEngine:
                         break
                     event = msgspec.json.decode(data)
                     if "error" in event:
-                        raise EngineError.from_event("sglang", event["error"])
+                        raise engine_error("sglang", event["error"])
                     chunk = event.get("text", "")
                     delta = chunk if self._incremental else chunk[len(text) :]
                     text = text + delta if self._incremental else chunk

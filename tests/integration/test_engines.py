@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from app.errors import EngineError
 from app.inference.embedded import EmbeddedEngine
-from app.inference.engine import Engine, EngineError, Finished, GenerationRequest, TextDelta
+from app.inference.engine import Engine, Finished, GenerationRequest, TextDelta
 from app.inference.sglang import SGLangEngine
 from tests.fakes.sglang_server import RunningFake, Script
 

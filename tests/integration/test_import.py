@@ -10,7 +10,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.data.importer import ImportRejected, parse
+from app.data.importer import parse
+from app.errors import ImportRejected
 from tests.factories import account, customer, document, statement, tx
 
 

@@ -11,7 +11,8 @@ from collections.abc import Callable
 import pytest
 
 from app.domain.priority import TenantLimits
-from app.inference.scheduler import Hooks, Scheduler, Shed
+from app.errors import Shed
+from app.inference.scheduler import Hooks, Scheduler
 
 FAST = TenantLimits(weight=1, max_concurrency=100, rate_per_s=1e6)
 

@@ -1,0 +1,40 @@
+"""The service's words, each defined once; every other module imports them from here.
+
+Each is a `Literal` (what the type checker and msgspec check) with its values as a tuple (what
+settings, the CLI and the database's CHECK constraints check)."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+# The customer's language: answers, fallbacks and formatting exist for each.
+Locale = Literal["en", "zh-CN"]
+# Who waits for an answer (app/domain/priority.py orders them).
+Channel = Literal["widget", "console", "api", "batch"]
+# A tenant's class caps the priority its channels may reach.
+PriorityClass = Literal["interactive", "standard", "batch"]
+# What a question is about, decided without a model (app/domain/intents.py).
+Intent = Literal["bill_change", "charge", "fees_interest", "payment", "out_of_scope"]
+# Where a served text came from: the validated model answer, the deterministic one, the answer cache.
+Source = Literal["model", "fallback", "cache"]
+TransactionKind = Literal["purchase", "refund", "fee", "interest", "payment", "adjustment"]
+# The LLM engine: llama.cpp in-process (CPU), an SGLang server, or none (deterministic answers only).
+EngineKind = Literal["embedded", "sglang", "off"]
+# The served model family's chat template: prompts/chat/<name>.j2.
+ChatTemplate = Literal["chatml", "gemma"]
+# "static": instructions first, so the prefix cache serves them; "dynamic" (FACTS first) exists
+# only to measure what static buys (bench/ladder.py).
+PromptLayout = Literal["static", "dynamic"]
+# The embedded engine's speculative decoding: none, or drafts from n-grams already in the context.
+Speculative = Literal["none", "ngram"]
+
+LOCALES: tuple[Locale, ...] = get_args(Locale)
+CHANNELS: tuple[Channel, ...] = get_args(Channel)
+PRIORITY_CLASSES: tuple[PriorityClass, ...] = get_args(PriorityClass)
+INTENTS: tuple[Intent, ...] = get_args(Intent)
+SOURCES: tuple[Source, ...] = get_args(Source)
+TRANSACTION_KINDS: tuple[TransactionKind, ...] = get_args(TransactionKind)
+ENGINE_KINDS: tuple[EngineKind, ...] = get_args(EngineKind)
+CHAT_TEMPLATES: tuple[ChatTemplate, ...] = get_args(ChatTemplate)
+PROMPT_LAYOUTS: tuple[PromptLayout, ...] = get_args(PromptLayout)
+SPECULATIVE: tuple[Speculative, ...] = get_args(Speculative)
