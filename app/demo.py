@@ -14,17 +14,18 @@ from decimal import Decimal
 from typing import Any
 
 from app.domain.money import ZERO, cents
+from app.domain.vocabulary import PriorityClass
 
 LAST_PERIOD_END = date(2026, 10, 31)
 MONTHS = 4
 STORIES = ("new_subscription", "fx_fees", "interest_after_partial", "refund", "overdue", "paid_in_full")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DemoTenant:
     slug: str
     name: str
-    priority_class: str
+    priority_class: PriorityClass
     currency: str
     zh_share: float  # share of customers who prefer Simplified Chinese
     scale: Decimal  # typical spend relative to a EUR card
@@ -32,8 +33,24 @@ class DemoTenant:
 
 
 TENANTS = (
-    DemoTenant("northbridge", "Northbridge Bank", "interactive", "EUR", 0.15, Decimal(1), "warm, clear and concise"),
-    DemoTenant("jade-river", "Jade River Bank", "standard", "CNY", 0.8, Decimal(7), "polite, formal and precise"),
+    DemoTenant(
+        slug="northbridge",
+        name="Northbridge Bank",
+        priority_class="interactive",
+        currency="EUR",
+        zh_share=0.15,
+        scale=Decimal(1),
+        tone="warm, clear and concise",
+    ),
+    DemoTenant(
+        slug="jade-river",
+        name="Jade River Bank",
+        priority_class="standard",
+        currency="CNY",
+        zh_share=0.8,
+        scale=Decimal(7),
+        tone="polite, formal and precise",
+    ),
 )
 
 _TEXT: dict[str, dict[str, Any]] = {

@@ -58,7 +58,7 @@ def template_version(root: Any = PROMPTS_DIR) -> str:
 PROMPT_VERSION = template_version()
 
 
-class RenderedPrompt(msgspec.Struct, frozen=True):
+class RenderedPrompt(msgspec.Struct, frozen=True, kw_only=True):
     text: str
     static_prefix: str  # everything before FACTS: the same for every customer of the tenant
     stop: list[str]

@@ -20,6 +20,7 @@ import asyncio
 import os
 import time
 
+from app.domain.vocabulary import Locale
 from app.replay.run import Sample, replay
 from app.replay.stats import percentile
 from app.replay.traffic import Arrival, generate
@@ -44,12 +45,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rate", type=float, default=0.5, help="mean requests per second")
     args = parser.parse_args(argv)
     with demo_database() as (url, key, refs):
-        people = {"northbridge": [(ref, "en", "") for ref in refs]}
+        people: dict[str, list[tuple[str, Locale, str]]] = {"northbridge": [(ref, "en", "") for ref in refs]}
         # The JSON API only, as when these figures were first measured.
         arrivals = generate(
             people, rate=args.rate, duration_s=args.duration, batch_share=0.0, widget_share=0.0, seed=11
         )
-        cold = Arrival(0.0, "northbridge", "api", refs[0], "Why is my bill higher than last month?", "en")
+        cold = Arrival(
+            at=0.0,
+            tenant="northbridge",
+            channel="api",
+            account_ref=refs[0],
+            question="Why is my bill higher than last month?",
+            locale="en",
+        )
         rows = []
         for name, env in CONFIGS:
             with service(url, {**COMMON, **env}) as port:

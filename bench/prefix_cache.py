@@ -27,6 +27,7 @@ from app.domain.intents import classify
 from app.domain.money import ZERO, signed
 from app.domain.policy import TenantPolicy
 from app.domain.records import AccountHistory, Line, Period
+from app.domain.vocabulary import Locale
 from app.inference.embedded import EmbeddedEngine, default_model_path
 from app.inference.engine import Finished, GenerationRequest
 from app.prompts import render_prompt
@@ -36,19 +37,34 @@ QUESTIONS = ["Why is my bill higher than last month?", "What is this charge?", "
 AS_OF = date(2026, 11, 15)
 
 
-def _history(account: dict[str, Any], locale: str) -> AccountHistory:
+def _history(account: dict[str, Any], locale: Locale) -> AccountHistory:
     """An import-format account as the history the database would return."""
     lines = [
-        Line(date.fromisoformat(t["posted_on"]), t["kind"], Decimal(t["amount"]), t["merchant"], t["description"])
+        Line(
+            posted_on=date.fromisoformat(t["posted_on"]),
+            kind=t["kind"],
+            amount=Decimal(t["amount"]),
+            merchant=t["merchant"],
+            description=t["description"],
+        )
         for t in account["transactions"]
     ]
     periods = []
     for i, s in enumerate(account["statements"]):
         start, end = date.fromisoformat(s["period_start"]), date.fromisoformat(s["period_end"])
         net = sum((signed(x.kind, x.amount) for x in lines if start <= x.posted_on <= end), ZERO)
-        periods.append(Period(i, start, end, date.fromisoformat(s["due_date"]), Decimal(s["minimum_due"]), net))
-    return AccountHistory(0, account["ref"], account["currency"], Decimal(account["opening_balance"]), "C", locale,
-                          periods, lines)  # fmt: skip
+        due, minimum = date.fromisoformat(s["due_date"]), Decimal(s["minimum_due"])
+        periods.append(Period(id=i, period_start=start, period_end=end, due_date=due, minimum_due=minimum, net=net))
+    return AccountHistory(
+        account_id=0,
+        account_ref=account["ref"],
+        currency=account["currency"],
+        opening_balance=Decimal(account["opening_balance"]),
+        customer_ref="C",
+        customer_locale=locale,
+        statements=periods,
+        lines=lines,
+    )
 
 
 def _prompts(n: int) -> list[tuple[str, str]]:

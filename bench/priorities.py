@@ -35,7 +35,7 @@ TRAFFIC: dict[Channel, tuple[str, PriorityClass]] = {  # channel -> (tenant, ten
 }
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Stats:
     waits: list[float] = field(default_factory=list)
     latencies: list[float] = field(default_factory=list)

@@ -11,18 +11,13 @@ from datetime import date
 
 import msgspec
 import structlog
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.answers.pipeline import explain
+from app.answers.messages import Ask
 from app.answers.schemas import ExplanationRequest
+from app.answers.service import AnswerService
 from app.data.database import autocommit
 from app.data.jobs import ClaimedItem, claim_items, finish_item, release_item
-from app.data.tenants import principal_for
 from app.errors import NotFound, Shed
-from app.inference.engine import Engine
-from app.inference.scheduler import Scheduler
-from app.settings import Settings
-from app.timing import Stopwatch
 
 DEFAULT_QUESTION = "Why is my bill different from last month?"
 log = structlog.get_logger("bill_assistant.batch")
@@ -34,10 +29,8 @@ def item_request(item: dict[str, object]) -> ExplanationRequest:
 
 
 class BatchWorker:
-    def __init__(
-        self, db: AsyncEngine, llm: Engine | None, scheduler: Scheduler, settings: Settings, *, concurrency: int = 2
-    ) -> None:
-        self.db, self.llm, self.scheduler, self.settings = db, llm, scheduler, settings
+    def __init__(self, answers: AnswerService, *, concurrency: int = 2) -> None:
+        self.answers, self.settings, self.db = answers, answers.settings, answers.db
         self.concurrency = concurrency
 
     async def run_forever(self) -> None:
@@ -60,16 +53,12 @@ class BatchWorker:
     async def _answer(self, item: ClaimedItem) -> None:
         result, error = None, None
         try:
-            async with autocommit(self.db) as conn:
-                principal = await principal_for(conn, item.tenant_id)
+            principal = await self.answers.tenant(item.tenant_id)
             if principal is None:
                 error = "the tenant no longer exists"
             else:
-                answer = await explain(
-                    self.db, self.llm, self.scheduler, self.settings, principal, item_request(item.request),
-                    channel="batch", today=date.today(), stopwatch=Stopwatch(),
-                )  # fmt: skip
-                result = msgspec.json.encode(answer).decode()
+                ask = Ask(principal=principal, request=item_request(item.request), channel="batch", today=date.today())
+                result = msgspec.json.encode(await self.answers.explain(ask)).decode()
         except NotFound as exc:
             error = f"not_found: {exc}"
         except msgspec.ValidationError as exc:

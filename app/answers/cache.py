@@ -14,15 +14,17 @@ import msgspec
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-CACHEABLE_INTENTS = frozenset({"bill_change", "fees_interest", "payment"})
+from app.domain.vocabulary import Intent, Locale
+
+CACHEABLE_INTENTS: frozenset[Intent] = frozenset({"bill_change", "fees_interest", "payment"})
 
 
-class CacheKey(msgspec.Struct, frozen=True):
+class CacheKey(msgspec.Struct, frozen=True, kw_only=True):
     tenant_id: int
     statement_id: int
     data_version: int
-    intent: str
-    locale: str
+    intent: Intent
+    locale: Locale
     prompt_version: str
     model: str
     as_of: date

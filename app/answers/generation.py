@@ -10,6 +10,7 @@ import msgspec
 
 from app.answers.schemas import Usage
 from app.answers.streaming import AnswerTextDecoder
+from app.domain.reasons import Reason
 from app.errors import EngineError
 from app.inference.engine import Engine, Event, Finished, GenerationRequest, TextDelta
 from app.prompts import RenderedPrompt
@@ -28,9 +29,9 @@ class ModelAnswer(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     answer: str
 
 
-class Outcome(msgspec.Struct, frozen=True):
+class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     text: str | None  # the model's answer, not yet validated; None when there is none
-    reason: str | None  # why there is none: engine_error, engine_timeout, invalid_json, truncated
+    reason: Reason | None  # why there is none: engine_error, engine_timeout, invalid_json, truncated
     usage: Usage | None
     spec_accept_rate: float | None = None
 
@@ -82,10 +83,10 @@ async def stream_model(
                     async with asyncio.timeout_at(deadline):
                         event = await events.get()
                 except TimeoutError:
-                    yield Outcome(text=None, reason="engine_timeout", usage=None)
+                    yield Outcome(text=None, reason=Reason(rule="engine_timeout"), usage=None)
                     return
                 if isinstance(event, EngineError):
-                    yield Outcome(text=None, reason=f"engine_error:{str(event)[:200]}", usage=None)
+                    yield Outcome(text=None, reason=Reason(rule="engine_error", detail=str(event)[:200]), usage=None)
                     return
                 if isinstance(event, Exception):
                     raise event
@@ -105,12 +106,14 @@ async def stream_model(
 
 
 def _outcome(final: Finished, output: str) -> Outcome:
-    usage = Usage(final.prompt_tokens, final.cached_tokens, final.completion_tokens)
+    usage = Usage(
+        prompt_tokens=final.prompt_tokens, cached_tokens=final.cached_tokens, completion_tokens=final.completion_tokens
+    )
     spec = final.spec_accept_rate
     if final.finish_reason == "length":
-        return Outcome(text=None, reason="truncated", usage=usage, spec_accept_rate=spec)
+        return Outcome(text=None, reason=Reason(rule="truncated"), usage=usage, spec_accept_rate=spec)
     try:
         answer = msgspec.json.decode(output, type=ModelAnswer)
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return Outcome(text=None, reason="invalid_json", usage=usage, spec_accept_rate=spec)
+        return Outcome(text=None, reason=Reason(rule="invalid_json"), usage=usage, spec_accept_rate=spec)
     return Outcome(text=answer.answer, reason=None, usage=usage, spec_accept_rate=spec)

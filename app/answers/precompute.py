@@ -7,18 +7,13 @@ from collections.abc import Callable
 from datetime import date, timedelta
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.answers.batch import DEFAULT_QUESTION
-from app.answers.pipeline import explain
+from app.answers.messages import Ask
 from app.answers.schemas import ExplanationRequest, ExplanationResponse
+from app.answers.service import AnswerService
 from app.data.database import autocommit
-from app.data.tenants import principal_for
-from app.inference.engine import Engine
-from app.inference.scheduler import Scheduler
 from app.prompts import PROMPT_VERSION
-from app.settings import Settings
-from app.timing import Stopwatch
 
 # The latest statement of each account that closed recently and has no fresh cached answer.
 _WANTED = text("""
@@ -37,10 +32,9 @@ ORDER BY s.tenant_id, a.ref
 """)
 
 
-async def wanted(
-    db: AsyncEngine, model: str, today: date, days: int, tenant: str | None
-) -> list[tuple[int, str, date]]:
-    async with autocommit(db) as conn:
+async def wanted(answers: AnswerService, today: date, days: int, tenant: str | None) -> list[tuple[int, str, date]]:
+    assert answers.llm is not None, "precomputing needs an engine"
+    async with autocommit(answers.db) as conn:
         rows = await conn.execute(
             _WANTED,
             {
@@ -48,32 +42,27 @@ async def wanted(
                 "today": today,
                 "tenant": tenant,
                 "prompt_version": PROMPT_VERSION,
-                "model": model,
+                "model": answers.llm.model,
             },
         )
         return [(t, ref, end) for t, ref, end in rows.all()]
 
 
 async def precompute(
-    db: AsyncEngine,
-    llm: Engine,
-    scheduler: Scheduler,
-    settings: Settings,
+    answers: AnswerService,
     todo: list[tuple[int, str, date]],
     today: date,
     on_done: Callable[[ExplanationResponse], None] = lambda answer: None,
 ) -> None:
     """Answer each statement's bill-change question as of today; validated answers land in the cache."""
     for tenant_id, account_ref, period_end in todo:
-        async with autocommit(db) as conn:
-            principal = await principal_for(conn, tenant_id)
+        principal = await answers.tenant(tenant_id)
         assert principal is not None
         request = ExplanationRequest(
-            account_ref=account_ref, question=DEFAULT_QUESTION, statement_period_end=period_end, as_of=today,
+            account_ref=account_ref,
+            question=DEFAULT_QUESTION,
+            statement_period_end=period_end,
+            as_of=today,
             channel="batch",
-        )  # fmt: skip
-        on_done(
-            await explain(
-                db, llm, scheduler, settings, principal, request, channel="batch", today=today, stopwatch=Stopwatch()
-            )
         )
+        on_done(await answers.explain(Ask(principal=principal, request=request, channel="batch", today=today)))

@@ -37,33 +37,33 @@ class ExplanationRequest(ChatRequest, forbid_unknown_fields=True, frozen=True):
     channel: Literal["api", "batch"] = "api"
 
 
-class StatementOut(msgspec.Struct, frozen=True):
+class StatementOut(msgspec.Struct, frozen=True, kw_only=True):
     period_start: date
     period_end: date
     due_date: date
     minimum_due: Decimal
 
 
-class TotalsOut(msgspec.Struct, frozen=True):
+class TotalsOut(msgspec.Struct, frozen=True, kw_only=True):
     current: Decimal
     previous: Decimal
     difference: Decimal
 
 
-class PaymentOut(msgspec.Struct, frozen=True):
+class PaymentOut(msgspec.Struct, frozen=True, kw_only=True):
     status: PaymentStatus
     paid_amount: Decimal
     outstanding: Decimal
     as_of: date
 
 
-class Usage(msgspec.Struct, frozen=True):
+class Usage(msgspec.Struct, frozen=True, kw_only=True):
     prompt_tokens: int
     cached_tokens: int
     completion_tokens: int
 
 
-class ExplanationResponse(msgspec.Struct, frozen=True, omit_defaults=True):
+class ExplanationResponse(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
     answer_id: str
     account_ref: str
     currency: str
@@ -81,7 +81,7 @@ class ExplanationResponse(msgspec.Struct, frozen=True, omit_defaults=True):
     usage: Usage | None = None
 
 
-class BatchItem(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+class BatchItem(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     account_ref: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
     question: Annotated[str, msgspec.Meta(min_length=1, max_length=1000)] | None = None  # default: the bill change
     statement_period_end: date | None = None
@@ -93,7 +93,7 @@ class BatchRequest(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     items: Annotated[list[BatchItem], msgspec.Meta(min_length=1, max_length=1000)]
 
 
-class JobAccepted(msgspec.Struct, frozen=True):
+class JobAccepted(msgspec.Struct, frozen=True, kw_only=True):
     job_id: str
     total: int
     status: str
@@ -103,26 +103,19 @@ class SessionRequest(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     customer_ref: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 
 
-class SessionOut(msgspec.Struct, frozen=True):
+class SessionOut(msgspec.Struct, frozen=True, kw_only=True):
     token: str  # for the chat widget: Authorization: Bearer <token>
     expires_at: datetime
     customer_ref: str
     locale: Locale  # the customer's language: the widget's, unless the page says otherwise
 
 
-class AccountOut(msgspec.Struct, frozen=True):
-    account_ref: str
-    kind: str
-    currency: str
-    masked_number: str
-
-
-class DriverLine(msgspec.Struct, frozen=True):
+class DriverLine(msgspec.Struct, frozen=True, kw_only=True):
     label: str  # in the customer's words, as the answers say it
     amount: str  # formatted, signed
 
 
-class FactsDisplay(msgspec.Struct, frozen=True):
+class FactsDisplay(msgspec.Struct, frozen=True, kw_only=True):
     """The numbers as a customer reads them (formatted on the server, never recomputed in a browser)."""
 
     current: str
@@ -134,7 +127,7 @@ class FactsDisplay(msgspec.Struct, frozen=True):
     drivers: list[DriverLine]
 
 
-class ChatFacts(msgspec.Struct, frozen=True):
+class ChatFacts(msgspec.Struct, frozen=True, kw_only=True):
     """The chat stream's first event: every number, before any model text."""
 
     account_ref: str

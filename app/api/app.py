@@ -26,6 +26,7 @@ from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 
 from app.answers.batch import BatchWorker
+from app.answers.service import AnswerService
 from app.api.auth import KeyCache
 from app.api.chat import ChatController
 from app.api.console import ConsoleController
@@ -37,7 +38,6 @@ from app.api.health import health, ready
 from app.api.jobs import JobController
 from app.api.request_log import RequestLogMiddleware
 from app.data.database import asyncpg_url
-from app.inference.engine import Engine
 from app.inference.factory import build_engine
 from app.inference.scheduler import Scheduler
 from app.metrics import scheduler_hooks
@@ -54,14 +54,9 @@ def _freeze_startup_objects() -> None:
     gc.freeze()
 
 
-def _provide_llm(state: State) -> Engine | None:
-    llm: Engine | None = state.llm
-    return llm
-
-
-def _provide_scheduler(state: State) -> Scheduler:
-    scheduler: Scheduler = state.scheduler
-    return scheduler
+def _provide_answers(state: State) -> AnswerService:
+    answers: AnswerService = state.answers
+    return answers
 
 
 def _json_bytes(event: dict[str, Any], **_: Any) -> bytes:
@@ -93,30 +88,30 @@ def _structlog(settings: Settings) -> StructlogPlugin:
 
 
 @asynccontextmanager
-async def _engine_lifespan(app: Litestar) -> AsyncIterator[None]:
-    """The engine and its admission scheduler live as long as the app: built once (a model load);
-    on shutdown new work is refused, running work drains, then the engine closes."""
+async def _answers_lifespan(app: Litestar) -> AsyncIterator[None]:
+    """The answer service lives as long as the app, built once around the pool, the engine (a
+    model load) and the admission scheduler; on shutdown new work is refused, running work drains,
+    then the engine closes."""
     settings: Settings = app.state.settings
-    app.state.llm = build_engine(settings)
-    app.state.scheduler = Scheduler(capacity=settings.engine_capacity, hooks=scheduler_hooks())
+    db: SQLAlchemyAsyncConfig = app.state.db_config
+    scheduler = Scheduler(capacity=settings.engine_capacity, hooks=scheduler_hooks())
+    answers = AnswerService(db=db.get_engine(), llm=build_engine(settings), scheduler=scheduler, settings=settings)
+    app.state.answers = answers
     try:
         yield
     finally:
         try:
-            await app.state.scheduler.shutdown(settings.drain_timeout_s)
+            await scheduler.shutdown(settings.drain_timeout_s)
         except TimeoutError:
             structlog.get_logger("bill_assistant").warning("shutdown: in-flight requests did not finish in time")
-        if app.state.llm is not None:
-            await app.state.llm.close()
+        if answers.llm is not None:
+            await answers.llm.close()
 
 
 async def _start_batch_worker(app: Litestar) -> None:
     """After every lifespan manager has started (the database pool among them)."""
-    settings: Settings = app.state.settings
-    if settings.batch_worker:
-        db: SQLAlchemyAsyncConfig = app.state.db_config
-        worker = BatchWorker(db.get_engine(), app.state.llm, app.state.scheduler, settings)
-        app.state.batch_worker = asyncio.create_task(worker.run_forever())
+    if app.state.settings.batch_worker:
+        app.state.batch_worker = asyncio.create_task(BatchWorker(app.state.answers).run_forever())
 
 
 async def _shutdown(app: Litestar) -> None:
@@ -164,12 +159,11 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
             create_static_files_router("/static", [WEB / "static"], include_in_schema=False),
         ],
         plugins=[SQLAlchemyPlugin(config=db), _structlog(settings)],
-        lifespan=[_engine_lifespan],
+        lifespan=[_answers_lifespan],
         dependencies={
             "settings": Provide(lambda: settings, use_cache=True, sync_to_thread=False),
             "key_cache": Provide(lambda: key_cache, use_cache=True, sync_to_thread=False),
-            "llm": Provide(_provide_llm, sync_to_thread=False),
-            "scheduler": Provide(_provide_scheduler, sync_to_thread=False),
+            "answers": Provide(_provide_answers, sync_to_thread=False),
         },
         state=State({"settings": settings, "db_config": db}),
         middleware=[RequestLogMiddleware()],

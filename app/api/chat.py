@@ -11,18 +11,15 @@ from litestar import Controller, Request, get, post
 from litestar.di import NamedDependency, Provide
 from litestar.params import JSONBody
 from litestar.response import ServerSentEvent
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.answers.pipeline import converse
-from app.answers.schemas import AccountOut, ChatRequest, ExplanationRequest
+from app.answers.messages import Ask
+from app.answers.schemas import ChatRequest, ExplanationRequest
+from app.answers.service import AnswerService
 from app.api.customer_session import Customer, provide_customer
 from app.api.event_stream import event_stream
 from app.api.request_log import request_state, stopwatch
-from app.data.customers import customer_accounts
+from app.data.customers import AccountSummary, customer_accounts
 from app.data.database import autocommit
-from app.inference.engine import Engine
-from app.inference.scheduler import Scheduler
-from app.settings import Settings
 
 
 class ChatController(Controller):
@@ -36,32 +33,24 @@ class ChatController(Controller):
         request: Request,  # type: ignore[type-arg]
         data: JSONBody[ChatRequest],
         customer: NamedDependency[Customer],
-        db_engine: NamedDependency[AsyncEngine],
-        llm: NamedDependency[Engine | None],
-        scheduler: NamedDependency[Scheduler],
-        settings: NamedDependency[Settings],
+        answers: NamedDependency[AnswerService],
     ) -> ServerSentEvent:
         request_state(request.scope)["channel"] = "widget"
-        if settings.log_questions:
+        if answers.settings.log_questions:
             request_state(request.scope)["log_extra"] = {"question": data.question}
-        events = converse(
-            db_engine,
-            llm,
-            scheduler,
-            settings,
-            customer.principal,
-            ExplanationRequest(**msgspec.structs.asdict(data)),
+        ask = Ask(
+            principal=customer.principal,
+            request=ExplanationRequest(**msgspec.structs.asdict(data)),
             channel="widget",
             customer_ref=customer.customer_ref,
             today=date.today(),
             stopwatch=stopwatch(request.scope),
         )
-
-        return await event_stream(request, events)
+        return await event_stream(request, answers.converse(ask))
 
     @get("/accounts", summary="The customer's accounts, for the widget's account picker")
     async def accounts(
-        self, customer: NamedDependency[Customer], db_engine: NamedDependency[AsyncEngine]
-    ) -> list[AccountOut]:
-        async with autocommit(db_engine) as conn:
+        self, customer: NamedDependency[Customer], answers: NamedDependency[AnswerService]
+    ) -> list[AccountSummary]:
+        async with autocommit(answers.db) as conn:
             return await customer_accounts(conn, customer.principal.tenant_id, customer.customer_ref)

@@ -21,8 +21,9 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, ServerSentEvent, ServerSentEventMessage, Template
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.answers.pipeline import ChatEvent, converse, final_answer
+from app.answers.messages import Ask, ChatEvent
 from app.answers.schemas import ExplanationRequest
+from app.answers.service import AnswerService, final_answer
 from app.api.console_session import (
     CSRF_REFUSED,
     LOGIN_CSRF_COOKIE,
@@ -46,11 +47,8 @@ from app.data.audit import find_answer, recent_answers
 from app.data.database import autocommit
 from app.data.directory import SEARCH_LIMIT, CustomerMatch, account_overview, search_customers
 from app.data.history import load_history
-from app.data.tenants import principal_for
 from app.domain.facts import compute_facts
 from app.errors import NotFound, Shed
-from app.inference.engine import Engine
-from app.inference.scheduler import Scheduler
 from app.settings import Settings
 
 WRONG_LOGIN = "Sign-in failed: the bank, username and password do not match an active agent."
@@ -96,26 +94,25 @@ async def _conversation(
     request: Request,  # type: ignore[type-arg]
     agent: ConsoleSession,
     form: FormMultiDict,
-    db: AsyncEngine,
-    llm: Engine | None,
-    scheduler: Scheduler,
-    settings: Settings,
+    answers: AnswerService,
     data: ExplanationRequest,
 ) -> tuple[AsyncIterator[ChatEvent], uuid.UUID]:
     """The question asked at console priority, and the id its audit row will have (the answer page
     links to the row: a cache hit answers with the original answer's id)."""
-    async with autocommit(db) as conn:
-        principal = await principal_for(conn, agent.identity.tenant_id)
+    principal = await answers.tenant(agent.identity.tenant_id)
     assert principal is not None  # a live session's agent belongs to an existing tenant
     request_state(request.scope)["channel"] = "console"
-    if settings.log_questions:
+    if answers.settings.log_questions:
         request_state(request.scope)["log_extra"] = {"question": data.question}
-    audit_id = uuid.uuid4()
-    events = converse(
-        db, llm, scheduler, settings, principal, data, channel="console", today=date.today(),
-        stopwatch=stopwatch(request.scope), use_cache=_field(form, "regenerate") != "1", audit_id=audit_id,
-    )  # fmt: skip
-    return events, audit_id
+    ask = Ask(
+        principal=principal,
+        request=data,
+        channel="console",
+        today=date.today(),
+        stopwatch=stopwatch(request.scope),
+        use_cache=_field(form, "regenerate") != "1",
+    )
+    return answers.converse(ask), ask.audit_id
 
 
 def _login_page(
@@ -274,10 +271,7 @@ class ConsoleController(Controller):
         request: Request,  # type: ignore[type-arg]
         agent: NamedDependency[ConsoleSession],
         form: NamedDependency[FormMultiDict],
-        db_engine: NamedDependency[AsyncEngine],
-        llm: NamedDependency[Engine | None],
-        scheduler: NamedDependency[Scheduler],
-        settings: NamedDependency[Settings],
+        answers: NamedDependency[AnswerService],
         account_ref: FromPath[str],
     ) -> Response[Any]:
         """Ask (or, with `regenerate`, ask the model again past the answer cache); then show the
@@ -285,10 +279,10 @@ class ConsoleController(Controller):
         try:
             data = _question(form, account_ref)
         except msgspec.ValidationError as exc:
-            return await _account_page(db_engine, agent, account_ref, question=_field(form, "question"),
+            return await _account_page(answers.db, agent, account_ref, question=_field(form, "question"),
                                        locale=_field(form, "locale"), error=f"The question was not asked: {exc}.",
                                        status=400)  # fmt: skip
-        events, audit_id = await _conversation(request, agent, form, db_engine, llm, scheduler, settings, data)
+        events, audit_id = await _conversation(request, agent, form, answers, data)
         answer = await until_disconnect(request, final_answer(events))
         request_state(request.scope).setdefault("log_extra", {}).update(intent=answer.intent, source=answer.source)
         return Redirect(f"{PATH}/answers/{audit_id}", status_code=303)
@@ -299,10 +293,7 @@ class ConsoleController(Controller):
         request: Request,  # type: ignore[type-arg]
         agent: NamedDependency[ConsoleSession],
         form: NamedDependency[FormMultiDict],
-        db_engine: NamedDependency[AsyncEngine],
-        llm: NamedDependency[Engine | None],
-        scheduler: NamedDependency[Scheduler],
-        settings: NamedDependency[Settings],
+        answers: NamedDependency[AnswerService],
         account_ref: FromPath[str],
     ) -> ServerSentEvent:
         """The same, as Server-Sent Events (app/api/event_stream.py): the text as the model writes it,
@@ -311,7 +302,7 @@ class ConsoleController(Controller):
             data = _question(form, account_ref)
         except msgspec.ValidationError as exc:
             raise ValidationException(f"The question was not asked: {exc}.") from exc
-        events, audit_id = await _conversation(request, agent, form, db_engine, llm, scheduler, settings, data)
+        events, audit_id = await _conversation(request, agent, form, answers, data)
         page = msgspec.json.encode({"url": f"{PATH}/answers/{audit_id}"}).decode()
         return await event_stream(
             request, events, headers=_HEADERS, tail=[ServerSentEventMessage(page, event="answer_page")]

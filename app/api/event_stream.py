@@ -1,5 +1,5 @@
-"""A conversation (app/answers/pipeline.py `converse`) as Server-Sent Events, for the chat widget and
-the console: `facts` (every number, formatted as the customer reads it), `delta`* (the answer's
+"""A conversation (`AnswerService.converse`, app/answers/service.py) as Server-Sent Events, for the
+chat widget and the console: `facts` (every number, formatted as the customer reads it), `delta`* (the answer's
 text as the model writes it), `replace`? (the deterministic answer, when the model's failed
 validation), `final` (the answer as audited), then whatever the caller adds.
 
@@ -14,7 +14,7 @@ import msgspec
 from litestar import Request
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
-from app.answers.pipeline import ChatEvent, Delta, Facts, Final, Replace
+from app.answers.messages import ChatEvent, Delta, Facts, Final, Replace
 from app.answers.schemas import ChatFacts, DriverLine, ExplanationResponse, FactsDisplay
 from app.api.disconnect import until_disconnect
 from app.api.request_log import request_state
@@ -36,14 +36,21 @@ def chat_facts(answer: ExplanationResponse) -> ChatFacts:
         due_date=day(answer.statement.due_date, locale),
         status=status,
         drivers=[
-            DriverLine(label, money(d.amount, currency, locale, sign=True))
+            DriverLine(label=label, amount=money(d.amount, currency, locale, sign=True))
             for label, d in zip(labels, answer.drivers, strict=True)
         ],
     )
     return ChatFacts(
-        answer.account_ref, currency, locale, answer.intent, answer.statement, answer.totals, answer.drivers,
-        answer.payment, display,
-    )  # fmt: skip
+        account_ref=answer.account_ref,
+        currency=currency,
+        locale=locale,
+        intent=answer.intent,
+        statement=answer.statement,
+        totals=answer.totals,
+        drivers=answer.drivers,
+        payment=answer.payment,
+        display=display,
+    )
 
 
 def _message(event: ChatEvent) -> ServerSentEventMessage:
@@ -53,8 +60,8 @@ def _message(event: ChatEvent) -> ServerSentEventMessage:
             name, payload = "facts", chat_facts(answer)
         case Delta(text):
             name, payload = "delta", {"text": text}
-        case Replace(text, reason):
-            name, payload = "replace", {"text": text, "reason": reason}
+        case Replace(text=text, reason=reason):
+            name, payload = "replace", {"text": text, "reason": str(reason)}
         case Final(answer):
             name, payload = "final", answer
     return ServerSentEventMessage(msgspec.json.encode(payload).decode(), event=name)

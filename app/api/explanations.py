@@ -7,17 +7,14 @@ from datetime import date
 from litestar import Controller, Request, post
 from litestar.di import NamedDependency, Provide
 from litestar.params import JSONBody
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.answers.pipeline import explain
+from app.answers.messages import Ask
 from app.answers.schemas import ExplanationRequest, ExplanationResponse
+from app.answers.service import AnswerService
 from app.api.auth import provide_principal
 from app.api.disconnect import until_disconnect
 from app.api.request_log import request_state, stopwatch
 from app.data.tenants import Principal
-from app.inference.engine import Engine
-from app.inference.scheduler import Scheduler
-from app.settings import Settings
 
 
 class ExplanationController(Controller):
@@ -36,28 +33,14 @@ class ExplanationController(Controller):
         request: Request,  # type: ignore[type-arg]
         data: JSONBody[ExplanationRequest],
         principal: NamedDependency[Principal],
-        db_engine: NamedDependency[AsyncEngine],
-        llm: NamedDependency[Engine | None],
-        scheduler: NamedDependency[Scheduler],
-        settings: NamedDependency[Settings],
+        answers: NamedDependency[AnswerService],
     ) -> ExplanationResponse:
         request_state(request.scope)["channel"] = data.channel
-        answer = await until_disconnect(
-            request,
-            explain(
-                db_engine,
-                llm,
-                scheduler,
-                settings,
-                principal,
-                data,
-                channel=data.channel,
-                today=date.today(),
-                stopwatch=stopwatch(request.scope),
-            ),
-        )
+        watch = stopwatch(request.scope)
+        ask = Ask(principal=principal, request=data, channel=data.channel, today=date.today(), stopwatch=watch)
+        answer = await until_disconnect(request, answers.explain(ask))
         extra: dict[str, str] = {"intent": answer.intent, "source": answer.source}
-        if settings.log_questions:
+        if answers.settings.log_questions:
             extra["question"] = data.question
         request_state(request.scope)["log_extra"] = extra
         return answer

@@ -8,10 +8,9 @@ from litestar import Response, get
 from litestar.di import NamedDependency
 from litestar.status_codes import HTTP_503_SERVICE_UNAVAILABLE
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.answers.service import AnswerService
 from app.data.database import autocommit
-from app.inference.engine import Engine
 
 
 @get("/health", sync_to_thread=False)
@@ -21,14 +20,12 @@ def health() -> dict[str, str]:
 
 
 @get("/ready")
-async def ready(
-    db_engine: NamedDependency[AsyncEngine], llm: NamedDependency[Engine | None]
-) -> Response[dict[str, Any]]:
+async def ready(answers: NamedDependency[AnswerService]) -> Response[dict[str, Any]]:
     """The process can reach its database and its engine. Without the engine it still answers
     (deterministically), so that is reported but does not make the service unready."""
     body: dict[str, Any] = {"status": "ready", "database": "ok"}
     try:
-        async with autocommit(db_engine) as conn:
+        async with autocommit(answers.db) as conn:
             await conn.execute(text("SELECT 1"))
     except Exception as exc:  # any failure means not ready; say which
         return Response(
@@ -36,5 +33,6 @@ async def ready(
             status_code=HTTP_503_SERVICE_UNAVAILABLE,
             headers={"Retry-After": "5"},
         )
+    llm = answers.llm
     body["engine"] = "off" if llm is None else ("ok" if await llm.health() else "unavailable")
     return Response(body)

@@ -24,7 +24,7 @@ STAGES = {
 MIN_WIDTH = 0.4  # per cent of the axis: a stage of a few microseconds stays visible
 
 
-class Bar(msgspec.Struct, frozen=True):
+class Bar(msgspec.Struct, frozen=True, kw_only=True):
     stage: str
     label: str
     start_ms: float
@@ -45,5 +45,14 @@ def waterfall(starts: dict[str, float], timings: dict[str, float]) -> tuple[list
         start, duration = starts[stage], timings[stage]
         left = min(start / axis * 100, 100 - MIN_WIDTH)
         width = min(max(duration / axis * 100, MIN_WIDTH), 100 - left)
-        bars.append(Bar(stage, STAGES[stage], start, duration, round(left, 3), round(width, 3)))
+        bars.append(
+            Bar(
+                stage=stage,
+                label=STAGES[stage],
+                start_ms=start,
+                duration_ms=duration,
+                left=round(left, 3),
+                width=round(width, 3),
+            )
+        )
     return bars, axis

@@ -11,8 +11,8 @@ from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data.models import Account, Answer
+from app.domain.vocabulary import Channel, Intent, Locale, Source
 
-# Text SQL with JSON passed as a string: the answer is already encoded once for the response.
 _INSERT = text("""
 INSERT INTO answers (id, tenant_id, account_id, statement_id, channel, question, locale, answer, source,
                      intent, prompt_version, model, usage, fallback_reason, timings, stage_starts)
@@ -22,50 +22,33 @@ VALUES (:id, :tenant_id, :account_id, :statement_id, :channel, :question, :local
 """)
 
 
-async def record_answer(
-    conn: AsyncConnection,
-    *,
-    answer_id: uuid.UUID,
-    tenant_id: int,
-    account_id: int,
-    statement_id: int,
-    channel: str,
-    question: str,
-    locale: str,
-    answer_json: str,
-    source: str,
-    intent: str,
-    prompt_version: str,
-    model: str | None,
-    usage_json: str | None,
-    fallback_reason: str | None,
-    timings_json: str,
-    stage_starts_json: str,
-) -> None:
-    await conn.execute(
-        _INSERT,
-        {
-            "id": answer_id,
-            "tenant_id": tenant_id,
-            "account_id": account_id,
-            "statement_id": statement_id,
-            "channel": channel,
-            "question": question,
-            "locale": locale,
-            "answer": answer_json,
-            "source": source,
-            "intent": intent,
-            "prompt_version": prompt_version,
-            "model": model,
-            "usage": usage_json,
-            "fallback_reason": fallback_reason,
-            "timings": timings_json,
-            "stage_starts": stage_starts_json,
-        },
-    )
+class AuditRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One answered request; JSON columns are passed as text (the answer is already encoded once
+    for the response)."""
+
+    id: uuid.UUID
+    tenant_id: int
+    account_id: int
+    statement_id: int
+    channel: Channel
+    question: str
+    locale: Locale
+    answer: str
+    source: Source
+    intent: Intent
+    prompt_version: str
+    model: str | None
+    usage: str | None
+    fallback_reason: str | None  # str(Reason)
+    timings: str
+    stage_starts: str
 
 
-class AnswerBrief(msgspec.Struct, frozen=True):
+async def record_answer(conn: AsyncConnection, row: AuditRow) -> None:
+    await conn.execute(_INSERT, msgspec.structs.asdict(row))
+
+
+class AnswerBrief(msgspec.Struct, frozen=True, kw_only=True):
     id: uuid.UUID
     created_at: datetime
     channel: str
@@ -74,7 +57,7 @@ class AnswerBrief(msgspec.Struct, frozen=True):
     intent: str
 
 
-class AnswerRecord(msgspec.Struct, frozen=True):
+class AnswerRecord(msgspec.Struct, frozen=True, kw_only=True):
     """One audit row as the console shows it."""
 
     id: uuid.UUID
@@ -101,7 +84,7 @@ async def recent_answers(conn: AsyncConnection, tenant_id: int, account_id: int,
         .order_by(Answer.created_at.desc())
         .limit(limit)
     )
-    return [AnswerBrief(*row) for row in rows]
+    return [AnswerBrief(**row._mapping) for row in rows]
 
 
 async def find_answer(conn: AsyncConnection, tenant_id: int, answer_id: uuid.UUID) -> AnswerRecord | None:
@@ -111,7 +94,7 @@ async def find_answer(conn: AsyncConnection, tenant_id: int, answer_id: uuid.UUI
             select(
                 Answer.id,
                 Answer.created_at,
-                Account.ref,
+                Account.ref.label("account_ref"),
                 Answer.channel,
                 Answer.question,
                 Answer.locale,
@@ -129,4 +112,4 @@ async def find_answer(conn: AsyncConnection, tenant_id: int, answer_id: uuid.UUI
             .where(Answer.tenant_id == tenant_id, Answer.id == answer_id)
         )
     ).first()
-    return AnswerRecord(*row) if row is not None else None
+    return AnswerRecord(**row._mapping) if row is not None else None

@@ -6,20 +6,21 @@ import msgspec
 from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.answers.schemas import AccountOut
+from app.data.customers import AccountSummary
 from app.data.models import Account, Customer
+from app.domain.vocabulary import Locale
 
 SEARCH_LIMIT = 20  # customers per search: an agent narrows the term rather than pages through
 
 
-class CustomerMatch(msgspec.Struct, frozen=True):
+class CustomerMatch(msgspec.Struct, frozen=True, kw_only=True):
     ref: str
     name: str
-    locale: str
-    accounts: list[AccountOut]
+    locale: Locale
+    accounts: list[AccountSummary]
 
 
-class AccountOverview(msgspec.Struct, frozen=True):
+class AccountOverview(msgspec.Struct, frozen=True, kw_only=True):
     id: int
     ref: str
     kind: str
@@ -27,7 +28,7 @@ class AccountOverview(msgspec.Struct, frozen=True):
     masked_number: str
     customer_ref: str
     customer_name: str
-    customer_locale: str
+    customer_locale: Locale
 
 
 def _contains(term: str) -> str:
@@ -57,9 +58,13 @@ async def search_customers(
     )
     found: dict[int, CustomerMatch] = {}
     for row in rows:
-        customer = found.setdefault(row.id, CustomerMatch(row.ref, row.name, row.locale, []))
+        customer = found.setdefault(row.id, CustomerMatch(ref=row.ref, name=row.name, locale=row.locale, accounts=[]))
         if row.account_ref is not None:
-            customer.accounts.append(AccountOut(row.account_ref, row.kind, row.currency, row.masked_number))
+            customer.accounts.append(
+                AccountSummary(
+                    account_ref=row.account_ref, kind=row.kind, currency=row.currency, masked_number=row.masked_number
+                )
+            )
     return list(found.values())
 
 
@@ -73,12 +78,12 @@ async def account_overview(conn: AsyncConnection, tenant_id: int, account_ref: s
                 Account.kind,
                 Account.currency,
                 Account.masked_number,
-                Customer.ref,
-                Customer.name,
-                Customer.locale,
+                Customer.ref.label("customer_ref"),
+                Customer.name.label("customer_name"),
+                Customer.locale.label("customer_locale"),
             )
             .join(Customer, (Customer.tenant_id == Account.tenant_id) & (Customer.id == Account.customer_id))
             .where(Account.tenant_id == tenant_id, Account.ref == account_ref)
         )
     ).first()
-    return AccountOverview(*row) if row is not None else None
+    return AccountOverview(**row._mapping) if row is not None else None

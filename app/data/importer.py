@@ -39,7 +39,7 @@ class TransactionIn(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     description: Annotated[str, msgspec.Meta(max_length=500)] | None = None
 
 
-class StatementIn(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+class StatementIn(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     period_start: date
     period_end: date
     due_date: date
@@ -68,7 +68,7 @@ class ImportFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     customers: list[CustomerIn]
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Counts:
     created: int = 0
     updated: int = 0

@@ -10,7 +10,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 
-class ClaimedItem(msgspec.Struct, frozen=True):
+class ClaimedItem(msgspec.Struct, frozen=True, kw_only=True):
     job_id: uuid.UUID
     idx: int
     tenant_id: int
@@ -86,12 +86,15 @@ async def claim_items(conn: AsyncConnection, limit: int, lease_s: float) -> list
                   WHERE i2.status = 'pending' AND (i2.claimed_until IS NULL OR i2.claimed_until < now())
                   ORDER BY j.created_at, i2.idx LIMIT :limit FOR UPDATE OF i2 SKIP LOCKED) picked
             WHERE i.job_id = picked.job_id AND i.idx = picked.idx
-            RETURNING i.job_id, i.idx, i.tenant_id, i.request::text
+            RETURNING i.job_id, i.idx, i.tenant_id, i.request::text AS request
             """
         ),
         {"limit": limit, "lease": lease_s},
     )
-    return [ClaimedItem(job_id, idx, tenant, msgspec.json.decode(request)) for job_id, idx, tenant, request in rows]
+    return [
+        ClaimedItem(job_id=row.job_id, idx=row.idx, tenant_id=row.tenant_id, request=msgspec.json.decode(row.request))
+        for row in rows
+    ]
 
 
 async def finish_item(conn: AsyncConnection, item: ClaimedItem, result_json: str | None, error: str | None) -> None:

@@ -30,13 +30,13 @@ class Driver(msgspec.Struct, frozen=True):
     amount: Decimal  # how much this moved the balance, current minus previous
 
 
-class Payment(msgspec.Struct, frozen=True):
+class Payment(msgspec.Struct, frozen=True, kw_only=True):
     status: PaymentStatus
     paid_amount: Decimal
     outstanding: Decimal
 
 
-class Entry(msgspec.Struct, frozen=True):
+class Entry(msgspec.Struct, frozen=True, kw_only=True):
     """One transaction as a customer sees it on the statement."""
 
     posted_on: date
@@ -45,7 +45,7 @@ class Entry(msgspec.Struct, frozen=True):
     label: str
 
 
-class StatementFacts(msgspec.Struct, frozen=True):
+class StatementFacts(msgspec.Struct, frozen=True, kw_only=True):
     id: int
     period_start: date
     period_end: date
@@ -55,7 +55,7 @@ class StatementFacts(msgspec.Struct, frozen=True):
     new_balance: Decimal
 
 
-class BillFacts(msgspec.Struct, frozen=True):
+class BillFacts(msgspec.Struct, frozen=True, kw_only=True):
     account_ref: str
     currency: str
     as_of: date

@@ -11,7 +11,7 @@ DEFAULT_FORBIDDEN = (
 )
 
 
-class TenantPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class TenantPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     brand: str
     tone: str = "warm, clear and concise"
     forbidden: tuple[str, ...] = DEFAULT_FORBIDDEN

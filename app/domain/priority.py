@@ -36,7 +36,7 @@ def effective_level(priority_class: PriorityClass, channel: Channel) -> int:
     return min(CHANNEL_LEVEL[channel], CLASS_CAP[priority_class])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TenantLimits:
     weight: int = 1  # share of the engine within a level, relative to the other tenants there
     max_concurrency: int = 8  # requests of this tenant in the engine at once

@@ -7,8 +7,10 @@ from decimal import Decimal
 
 import msgspec
 
+from app.domain.vocabulary import Locale
 
-class Line(msgspec.Struct, frozen=True):
+
+class Line(msgspec.Struct, frozen=True, kw_only=True):
     """A posted transaction. amount is positive except for adjustments, which are signed."""
 
     posted_on: date
@@ -18,7 +20,7 @@ class Line(msgspec.Struct, frozen=True):
     description: str | None = None
 
 
-class Period(msgspec.Struct, frozen=True):
+class Period(msgspec.Struct, frozen=True, kw_only=True):
     """A statement, with the signed sum of the transactions posted in its period."""
 
     id: int
@@ -30,7 +32,7 @@ class Period(msgspec.Struct, frozen=True):
     data_version: int = 1  # changes whenever anything this statement's answers depend on changes
 
 
-class AccountHistory(msgspec.Struct, frozen=True):
+class AccountHistory(msgspec.Struct, frozen=True, kw_only=True):
     """An account with every statement up to the one asked about (oldest first) and the lines
     from the start of the previous statement's period up to the later of period end and as_of."""
 
@@ -39,6 +41,6 @@ class AccountHistory(msgspec.Struct, frozen=True):
     currency: str
     opening_balance: Decimal
     customer_ref: str
-    customer_locale: str
+    customer_locale: Locale
     statements: list[Period]
     lines: list[Line]

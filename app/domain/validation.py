@@ -15,20 +15,29 @@ import msgspec
 
 from app.domain.facts import BillFacts, PaymentStatus
 from app.domain.formatting import MONTHS_EN
+from app.domain.reasons import Reason, Rule
 
 MAX_CHARS = 800
 
 
 class Verdict(msgspec.Struct, frozen=True):
-    ok: bool
-    reason: str | None = None  # "<rule>" or "<rule>:<detail>"; the rule part is a metric label
+    reason: Reason | None = None  # why the text is refused; None: it may be served
 
     @property
-    def rule(self) -> str | None:
-        return self.reason.split(":", 1)[0] if self.reason else None
+    def ok(self) -> bool:
+        return self.reason is None
+
+    @property
+    def rule(self) -> Rule | None:
+        return self.reason.rule if self.reason else None
 
 
-OK = Verdict(ok=True)
+OK = Verdict()
+
+
+def _refuse(rule: Rule, detail: str = "") -> Verdict:
+    return Verdict(Reason(rule=rule, detail=detail))
+
 
 _MONTH = {name.lower(): i + 1 for i, name in enumerate(MONTHS_EN)} | {
     name[:3].lower(): i + 1 for i, name in enumerate(MONTHS_EN)
@@ -130,31 +139,31 @@ def _check_dates(text: str, known: set[date]) -> tuple[str, str | None]:
 def validate(text: str, facts: BillFacts, locale: str, *, max_chars: int = MAX_CHARS) -> Verdict:
     stripped = text.strip()
     if not stripped:
-        return Verdict(False, "empty")
+        return _refuse("empty")
     if len(stripped) > max_chars:
-        return Verdict(False, f"too_long:{len(stripped)}")
+        return _refuse("too_long", str(len(stripped)))
     cjk, latin = len(_CJK.findall(stripped)), len(_LATIN.findall(stripped))
     share = cjk / (cjk + latin) if cjk + latin else 0.0
     if (locale == "zh-CN" and share < 0.4) or (locale == "en" and share > 0.2):
-        return Verdict(False, f"wrong_language:{share:.2f}")
+        return _refuse("wrong_language", f"{share:.2f}")
 
     rest, bad_date = _check_dates(stripped, fact_dates(facts))
     if bad_date:
-        return Verdict(False, f"unknown_date:{bad_date}")
+        return _refuse("unknown_date", bad_date)
     if percent := _PERCENT.search(rest):
-        return Verdict(False, f"unknown_percentage:{percent.group(0)}")  # no fact is a percentage
+        return _refuse("unknown_percentage", percent.group(0))  # no fact is a percentage
     allowed = fact_amounts(facts)
     for match in _NUMBER.finditer(rest):
         try:
             value = Decimal(match.group(0).replace(",", ""))
         except InvalidOperation:  # pragma: no cover - the pattern only matches numbers
-            return Verdict(False, f"unreadable_number:{match.group(0)}")
+            return _refuse("unreadable_number", match.group(0))
         if value not in allowed:
-            return Verdict(False, f"unknown_amount:{match.group(0)}")
+            return _refuse("unknown_amount", match.group(0))
 
     claims_text = _NOT_IN_FULL.sub(" partially ", stripped)
     claims = {name for name, pattern in _CLAIMS.items() if pattern.search(claims_text)}
     wrong = claims - _allowed_claims(facts.payment.status, facts.payment.paid_amount)
     if wrong:
-        return Verdict(False, f"status_contradiction:{','.join(sorted(wrong))}")
+        return _refuse("status_contradiction", ",".join(sorted(wrong)))
     return OK

@@ -10,7 +10,7 @@ import msgspec
 from app.errors import EngineError
 
 
-class GenerationRequest(msgspec.Struct, frozen=True):
+class GenerationRequest(msgspec.Struct, frozen=True, kw_only=True):
     request_id: str
     prompt: str  # already rendered with the model family's chat template
     max_tokens: int = 256
@@ -24,7 +24,7 @@ class TextDelta(msgspec.Struct, frozen=True):
     text: str
 
 
-class Finished(msgspec.Struct, frozen=True):
+class Finished(msgspec.Struct, frozen=True, kw_only=True):
     finish_reason: str  # stop | length | abort
     prompt_tokens: int
     cached_tokens: int

@@ -29,7 +29,7 @@ from app.domain.priority import LEVELS, TenantLimits
 from app.errors import Shed
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Bucket:
     tokens: float
     updated: float
@@ -60,7 +60,7 @@ class Admission:
     wait_s: float
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Hooks:
     """Where the scheduler reports what happens (the app wires Prometheus here)."""
 
@@ -70,7 +70,7 @@ class Hooks:
     depth: Callable[[str, int, int], None] = lambda tenant, level, depth: None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Scheduler:
     capacity: int
     # Batch work (level 0) starts only while fewer than this share of the slots are busy: the rest

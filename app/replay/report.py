@@ -11,7 +11,7 @@ from app.replay.run import Sample
 from app.replay.stats import cdf, percentile
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Slo:
     ttft_ms: float
     e2e_ms: float
@@ -20,7 +20,7 @@ class Slo:
         return s.status == 200 and s.e2e_ms <= self.e2e_ms and (s.ttft_ms is None or s.ttft_ms <= self.ttft_ms)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Row:
     tenant: str
     channel: str

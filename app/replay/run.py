@@ -18,13 +18,14 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from app.domain.vocabulary import Channel
 from app.replay.http import Pool, post
 from app.replay.traffic import Arrival
 
 
-class Sample(msgspec.Struct, frozen=True):
+class Sample(msgspec.Struct, frozen=True, kw_only=True):
     tenant: str
-    channel: str
+    channel: Channel
     status: int  # 0: no HTTP answer (connection error)
     e2e_ms: float
     ttft_ms: float | None
@@ -107,7 +108,14 @@ async def replay(
                 source = msgspec.json.decode(reply.body).get("source") if status == 200 else None
         except (OSError, asyncio.IncompleteReadError, ValueError):
             pass
-        sample = Sample(arrival.tenant, arrival.channel, status, (time.perf_counter() - scheduled) * 1000, ttft, source)
+        sample = Sample(
+            tenant=arrival.tenant,
+            channel=arrival.channel,
+            status=status,
+            e2e_ms=(time.perf_counter() - scheduled) * 1000,
+            ttft_ms=ttft,
+            source=source,
+        )
         samples.append(sample)
         on_done(sample)
 

@@ -16,6 +16,8 @@ import msgspec
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.domain.vocabulary import Channel, Locale
+
 # (intent, share, English questions, Chinese questions): the mix customers send after a statement.
 QUESTION_MIX = [
     ("bill_change", 0.45, ["Why is my bill higher than last month?", "Why did my balance change?",
@@ -29,17 +31,17 @@ QUESTION_MIX = [
 ]  # fmt: skip
 
 
-class Arrival(msgspec.Struct, frozen=True):
+class Arrival(msgspec.Struct, frozen=True, kw_only=True):
     at: float  # seconds from the start of the file
     tenant: str
-    channel: str
+    channel: Channel
     account_ref: str
     question: str
-    locale: str
+    locale: Locale
     customer_ref: str = ""  # whose session token the widget holds
 
 
-async def population(conn: AsyncConnection, tenants: Sequence[str]) -> dict[str, list[tuple[str, str, str]]]:
+async def population(conn: AsyncConnection, tenants: Sequence[str]) -> dict[str, list[tuple[str, Locale, str]]]:
     """Each tenant's (account ref, customer locale, customer ref) triples."""
     rows = await conn.execute(
         text(
@@ -49,7 +51,7 @@ async def population(conn: AsyncConnection, tenants: Sequence[str]) -> dict[str,
         ),
         {"slugs": list(tenants)},
     )
-    result: dict[str, list[tuple[str, str, str]]] = {}
+    result: dict[str, list[tuple[str, Locale, str]]] = {}
     for slug, ref, locale, customer in rows.all():
         result.setdefault(slug, []).append((ref, locale, customer))
     return result
@@ -71,7 +73,7 @@ def arrival_times(rate: float, duration_s: float, process: str, rng: random.Rand
 
 
 def generate(
-    people: dict[str, list[tuple[str, str, str]]],
+    people: dict[str, list[tuple[str, Locale, str]]],
     *,
     rate: float,
     duration_s: float,
@@ -93,8 +95,18 @@ def generate(
         _, _, english, chinese = rng.choices(QUESTION_MIX, weights=shares)[0]
         question = rng.choice(chinese if locale == "zh-CN" else english)
         draw = rng.random()
-        channel = "batch" if draw < batch_share else "widget" if draw < batch_share + widget_share else "api"
-        arrivals.append(Arrival(round(at, 4), tenant, channel, ref, question, locale, customer))
+        channel: Channel = "batch" if draw < batch_share else "widget" if draw < batch_share + widget_share else "api"
+        arrivals.append(
+            Arrival(
+                at=round(at, 4),
+                tenant=tenant,
+                channel=channel,
+                account_ref=ref,
+                question=question,
+                locale=locale,
+                customer_ref=customer,
+            )
+        )
     return arrivals
 
 

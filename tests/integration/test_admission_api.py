@@ -59,7 +59,7 @@ async def test_overload_is_503_with_retry_after_and_batch_goes_last(
     try:
         async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
             first = asyncio.create_task(http.post("/v1/explanations", json=QUESTION, headers=headers))
-            await until(lambda: app.state.scheduler.in_flight == 1)
+            await until(lambda: app.state.answers.scheduler.in_flight == 1)
             refused = await http.post("/v1/explanations", json=QUESTION, headers=headers)
             assert refused.status_code == 503
             assert refused.json()["error"] == "overloaded"
@@ -98,9 +98,9 @@ async def test_a_caller_who_hangs_up_is_cancelled_and_the_engine_aborted(
             sock.sendall(raw)
             await until(lambda: bool(fake_sglang.fake.requests))
             rid = fake_sglang.fake.requests[-1]["rid"]
-            assert app.state.scheduler.in_flight == 1
+            assert app.state.answers.scheduler.in_flight == 1
         # The socket is closed: the request must be cancelled and its generation aborted.
-        await until(lambda: rid in fake_sglang.fake.aborted and app.state.scheduler.in_flight == 0)
+        await until(lambda: rid in fake_sglang.fake.aborted and app.state.answers.scheduler.in_flight == 0)
         fake_sglang.fake.default = Script(text=json.dumps({"answer": "x"}))
         async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:  # the slot is free again
             after = await http.post("/v1/explanations", json=QUESTION, headers={"Authorization": f"Bearer {bank.key}"})

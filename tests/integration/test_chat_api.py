@@ -17,14 +17,14 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 from structlog.testing import capture_logs
 
-from app.answers.pipeline import converse
+from app.answers.messages import Ask
 from app.answers.schemas import ExplanationRequest
+from app.answers.service import AnswerService
 from app.api.app import create_app
 from app.api.customer_session import CustomerClaims, InvalidToken, issue_token, read_token
 from app.data.tenants import principal_for, set_limits
 from app.inference.scheduler import Scheduler
 from app.settings import Settings
-from app.timing import Stopwatch
 from tests.factories import account, customer, document
 from tests.fakes.sglang_server import RunningFake, Script
 from tests.servers import ThreadedServer
@@ -247,11 +247,11 @@ async def test_closing_the_stream_aborts_the_engine_request(
                         break  # the model is writing: hang up
         rid = fake_sglang.fake.requests[-1]["rid"]
         for _ in range(100):
-            if rid in fake_sglang.fake.aborted and app.state.scheduler.in_flight == 0:
+            if rid in fake_sglang.fake.aborted and app.state.answers.scheduler.in_flight == 0:
                 break
             await asyncio.sleep(0.05)
         assert rid in fake_sglang.fake.aborted
-        assert app.state.scheduler.in_flight == 0  # the admission slot is free again
+        assert app.state.answers.scheduler.in_flight == 0  # the admission slot is free again
     finally:
         server.stop()
 
@@ -261,10 +261,15 @@ async def test_a_stream_that_never_starts_still_frees_its_admission_slot(engine:
         principal = await principal_for(conn, bank.id)
     assert principal is not None
     scheduler = Scheduler(capacity=1)
-    events_ = converse(
-        engine, None, scheduler, settings(), principal, ExplanationRequest("A-1", QUESTION),
-        channel="widget", customer_ref="C-1001", today=date(2026, 11, 10), stopwatch=Stopwatch(),
-    )  # fmt: skip
+    answers = AnswerService(db=engine, llm=None, scheduler=scheduler, settings=settings())
+    ask = Ask(
+        principal=principal,
+        request=ExplanationRequest(account_ref="A-1", question=QUESTION),
+        channel="widget",
+        customer_ref="C-1001",
+        today=date(2026, 11, 10),
+    )
+    events_ = answers.converse(ask)
     await anext(events_)  # admitted, facts sent: the handler's part
     assert scheduler.in_flight == 1
     del events_  # the response is dropped before its body is sent

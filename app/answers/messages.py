@@ -1,0 +1,71 @@
+"""The typed messages a question moves through on its way to an answer: what was asked (`Ask`),
+what is known about it once the records are read (`Turn`), and the events a conversation yields
+(`Facts`, `Delta`*, `Replace`?, `Final`). Data only: the collaborators live in the AnswerService."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import date
+
+import msgspec
+
+from app.answers.schemas import ExplanationRequest, ExplanationResponse
+from app.data.tenants import Principal
+from app.domain.facts import BillFacts
+from app.domain.reasons import Reason
+from app.domain.records import AccountHistory
+from app.domain.vocabulary import Channel, Intent, Locale
+from app.timing import Stopwatch
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ask:
+    """One question, as a caller hands it to the answer service."""
+
+    principal: Principal  # who asks: the tenant, from the credential
+    request: ExplanationRequest
+    channel: Channel
+    today: date  # the as-of date when the request names none
+    stopwatch: Stopwatch = field(default_factory=Stopwatch)
+    # Only this customer's accounts (the chat widget's token); any other is NotFound.
+    customer_ref: str | None = None
+    # False asks the model again past the answer cache (the console's regenerate).
+    use_cache: bool = True
+    # This request's audit row, for a caller that links to it (a cache hit answers with the
+    # original answer's id).
+    audit_id: uuid.UUID = field(default_factory=uuid.uuid4)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Turn:
+    """A question once its records are read: the facts it is answered from."""
+
+    ask: Ask
+    level: int  # the admission and engine priority
+    history: AccountHistory
+    facts: BillFacts
+    intent: Intent
+    locale: Locale
+    as_of: date
+
+
+# Events of a conversation, in this order: Facts, Delta*, Replace?, Final.
+class Facts(msgspec.Struct, frozen=True):
+    answer: ExplanationResponse  # totals, drivers, payment status; no text yet
+
+
+class Delta(msgspec.Struct, frozen=True):
+    text: str
+
+
+class Replace(msgspec.Struct, frozen=True, kw_only=True):
+    text: str  # the deterministic answer, instead of model text that failed validation
+    reason: Reason
+
+
+class Final(msgspec.Struct, frozen=True):
+    answer: ExplanationResponse
+
+
+ChatEvent = Facts | Delta | Replace | Final

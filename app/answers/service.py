@@ -1,0 +1,274 @@
+"""The answer service: the straight line from a question to an audited answer.
+
+admission -> records -> facts -> intent -> answer cache -> deterministic text -> prompt -> engine ->
+validation -> cache -> audit
+
+Built once per process (the app's lifespan, the CLI, the batch worker) around the collaborators
+that outlive a request: the database, the engine, the admission scheduler and the settings.
+`converse` gives an answer as events, for the people who wait for it (chat widget, console): the
+facts first, then the text as the model writes it, then the validated answer (or the deterministic
+text that replaces it); `explain` gives its last event, the whole answer (JSON API, batch)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.answers import cache
+from app.answers.cache import CACHEABLE_INTENTS, CacheKey
+from app.answers.generation import Outcome, answer_request, stream_model
+from app.answers.messages import Ask, ChatEvent, Delta, Facts, Final, Replace, Turn
+from app.answers.schemas import ExplanationResponse, PaymentOut, StatementOut, TotalsOut, Usage
+from app.data.audit import AuditRow, record_answer
+from app.data.database import autocommit
+from app.data.history import load_history
+from app.data.tenants import Principal, principal_for
+from app.domain.facts import compute_facts
+from app.domain.intents import classify, mentioned
+from app.domain.priority import QUEUE_DEADLINE_S, effective_level
+from app.domain.reasons import Reason
+from app.domain.validation import validate
+from app.domain.vocabulary import Source
+from app.errors import NotFound
+from app.inference.engine import Engine, GenerationRequest
+from app.inference.scheduler import Scheduler
+from app.metrics import ANSWERS, CACHED_TOKENS, COMPLETION_TOKENS, FALLBACKS, PROMPT_TOKENS, SPEC_ACCEPT_RATE
+from app.prompts import PROMPT_VERSION, render_fallback, render_prompt
+from app.settings import Settings
+
+
+async def final_answer(events: AsyncIterator[ChatEvent]) -> ExplanationResponse:
+    """A conversation's audited answer, once it has ended."""
+    answer = None
+    async for event in events:  # to the end: admission is released as the conversation completes
+        if isinstance(event, Final):
+            answer = event.answer
+    assert answer is not None, "a conversation always ends with its Final event"
+    return answer
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnswerService:
+    db: AsyncEngine
+    llm: Engine | None  # None: deterministic answers only (ENGINE=off)
+    scheduler: Scheduler
+    settings: Settings
+
+    async def tenant(self, tenant_id: int) -> Principal | None:
+        """A tenant as the caller of work it asked for earlier (batch jobs, precomputation, console)."""
+        async with autocommit(self.db) as conn:
+            return await principal_for(conn, tenant_id)
+
+    async def explain(self, ask: Ask) -> ExplanationResponse:
+        """The whole answer at once (JSON API, batch): `converse`'s last event."""
+        return await final_answer(self.converse(ask))
+
+    async def converse(self, ask: Ask) -> AsyncIterator[ChatEvent]:
+        """The answer as events: the facts, the text as it is written, the audited answer.
+
+        Admission is held until the generator ends: run it to its first event before answering,
+        so that shedding and NotFound still become HTTP statuses."""
+        async with self._admitted(ask) as level:
+            turn = await self._turn(ask, level)
+            yield Facts(self._response(turn, explanation="", source="fallback", model=None, usage=None))
+            if ask.use_cache and (hit := await self._cached(turn)) is not None:
+                yield Delta(hit.explanation)
+                yield Final(await self._audit(turn, hit, None))
+                return
+            fallback = self._deterministic(turn)
+            outcome = None
+            if self.llm is not None and turn.intent != "out_of_scope":  # a polite refusal needs no model
+                stream = stream_model(
+                    self.llm, self._generation(turn), timeout_s=self.settings.engine_timeout_s, stopwatch=ask.stopwatch
+                )
+                async for item in stream:
+                    if isinstance(item, Outcome):
+                        outcome = item
+                    else:
+                        yield Delta(item)
+            else:
+                yield Delta(fallback)
+            answer, reason = await self._conclude(turn, fallback, outcome)
+            if outcome is not None and reason is not None:
+                yield Replace(text=answer.explanation, reason=reason)
+            yield Final(answer)
+
+    @asynccontextmanager
+    async def _admitted(self, ask: Ask) -> AsyncIterator[int]:
+        """Admission (rate limit, priority, fairness, deadline) for as long as the answer takes; the level."""
+        principal, stopwatch = ask.principal, ask.stopwatch
+        level = effective_level(principal.priority_class, ask.channel)
+        deadline_s = QUEUE_DEADLINE_S[ask.channel] * self.settings.queue_deadline_scale
+        async with self.scheduler.admit(principal.tenant_slug, principal.limits, level, deadline_s) as ticket:
+            wait_ms = ticket.wait_s * 1000
+            stopwatch.record("admission", stopwatch.elapsed_ms() - wait_ms, wait_ms)
+            yield level
+
+    async def _turn(self, ask: Ask, level: int) -> Turn:
+        request, stopwatch = ask.request, ask.stopwatch
+        as_of = request.as_of or ask.today
+        with stopwatch.stage("db"):
+            async with autocommit(self.db) as conn:
+                history = await load_history(
+                    conn, ask.principal.tenant_id, request.account_ref, request.statement_period_end, as_of
+                )
+        # Another customer's account is exactly as unknown as a missing one.
+        if history is None or (ask.customer_ref is not None and history.customer_ref != ask.customer_ref):
+            raise NotFound(f"account {request.account_ref!r} not found")
+        wanted = request.statement_period_end
+        if not history.statements or (wanted and history.statements[-1].period_end != wanted):
+            which = f"ending on {wanted}" if wanted else "yet"
+            raise NotFound(f"account {request.account_ref!r} has no statement {which}")
+        with stopwatch.stage("facts"):
+            facts = compute_facts(history, as_of)
+            intent = classify(request.question, {e.label for e in facts.entries})
+        locale = request.locale or history.customer_locale
+        return Turn(ask=ask, level=level, history=history, facts=facts, intent=intent, locale=locale, as_of=as_of)
+
+    def _cache_key(self, turn: Turn) -> CacheKey | None:
+        if self.llm is None or turn.intent not in CACHEABLE_INTENTS:
+            return None
+        return CacheKey(
+            tenant_id=turn.ask.principal.tenant_id,
+            statement_id=turn.facts.statement.id,
+            data_version=turn.history.statements[-1].data_version,
+            intent=turn.intent,
+            locale=turn.locale,
+            prompt_version=PROMPT_VERSION,
+            model=self.llm.model,
+            as_of=turn.as_of,
+        )
+
+    async def _cached(self, turn: Turn) -> ExplanationResponse | None:
+        """A validated model answer to the same question about the same data, template and model."""
+        key = self._cache_key(turn)
+        if key is None:
+            return None
+        with turn.ask.stopwatch.stage("cache"):
+            async with autocommit(self.db) as conn:
+                cached = await cache.lookup(conn, key)
+        if cached is None:
+            return None
+        # The original answer, its id included; only the source and the timings are this request's.
+        return msgspec.structs.replace(msgspec.json.decode(cached, type=ExplanationResponse), source="cache")
+
+    def _deterministic(self, turn: Turn) -> str:
+        """The answer served when the model is not asked or fails: rendered from the facts alone."""
+        with turn.ask.stopwatch.stage("explain"):
+            labels = {e.label for e in turn.facts.entries}
+            focus = mentioned(turn.ask.request.question, labels)
+            return render_fallback(turn.intent, turn.facts, turn.locale, policy=turn.ask.principal.policy, focus=focus)
+
+    def _generation(self, turn: Turn) -> GenerationRequest:
+        with turn.ask.stopwatch.stage("prompt"):
+            prompt = render_prompt(
+                policy=turn.ask.principal.policy,
+                intent=turn.intent,
+                facts=turn.facts,
+                question=turn.ask.request.question,
+                locale=turn.locale,
+                chat_template=self.settings.chat_template,
+                layout=self.settings.prompt_layout,
+            )
+        return answer_request(
+            prompt, request_id=turn.ask.audit_id.hex, priority=turn.level, max_tokens=self.settings.engine_max_tokens
+        )
+
+    async def _conclude(
+        self, turn: Turn, fallback: str, outcome: Outcome | None
+    ) -> tuple[ExplanationResponse, Reason | None]:
+        """Validate the model's answer against the facts; serve it, or the deterministic text; remember
+        a validated answer; audit. Returns the answer and why it is not the model's (None: it is)."""
+        explanation, model, usage = fallback, None, None
+        source: Source = "fallback"
+        if outcome is None:
+            reason: Reason | None = Reason(rule="out_of_scope" if turn.intent == "out_of_scope" else "engine_off")
+        else:
+            assert self.llm is not None
+            model, usage, reason = self.llm.model, outcome.usage, outcome.reason
+            _count_tokens(turn.ask.principal.tenant_slug, outcome)
+            if outcome.text is not None:
+                with turn.ask.stopwatch.stage("validate"):
+                    verdict = validate(outcome.text, turn.facts, turn.locale)
+                if verdict.reason is None:
+                    explanation, source = outcome.text.strip(), "model"
+                else:
+                    reason = verdict.reason
+        if reason is not None:
+            FALLBACKS.labels(reason=reason.rule).inc()
+        answer = self._response(turn, explanation=explanation, source=source, model=model, usage=usage)
+        key = self._cache_key(turn)
+        if source == "model" and key is not None:  # only validated answers are remembered
+            async with autocommit(self.db) as conn:
+                await cache.store(conn, key, msgspec.json.encode(answer).decode())
+        return await self._audit(turn, answer, reason), reason
+
+    def _response(
+        self, turn: Turn, *, explanation: str, source: Source, model: str | None, usage: Usage | None
+    ) -> ExplanationResponse:
+        facts, s = turn.facts, turn.facts.statement
+        return ExplanationResponse(
+            answer_id=str(turn.ask.audit_id),
+            account_ref=facts.account_ref,
+            currency=facts.currency,
+            statement=StatementOut(
+                period_start=s.period_start, period_end=s.period_end, due_date=s.due_date, minimum_due=s.minimum_due
+            ),
+            totals=TotalsOut(current=s.new_balance, previous=facts.previous_balance, difference=facts.difference),
+            drivers=facts.drivers,
+            payment=PaymentOut(
+                status=facts.payment.status,
+                paid_amount=facts.payment.paid_amount,
+                outstanding=facts.payment.outstanding,
+                as_of=facts.as_of,
+            ),
+            explanation=explanation,
+            locale=turn.locale,
+            source=source,
+            intent=turn.intent,
+            prompt_version=PROMPT_VERSION,
+            timings_ms=turn.ask.stopwatch.snapshot(),
+            model=model,
+            usage=usage,
+        )
+
+    async def _audit(self, turn: Turn, answer: ExplanationResponse, reason: Reason | None) -> ExplanationResponse:
+        """Every answered request leaves a row (its own id: a cache hit repeats an earlier answer's id)."""
+        ask, stopwatch = turn.ask, turn.ask.stopwatch
+        ANSWERS.labels(source=answer.source).inc()
+        answer = msgspec.structs.replace(answer, timings_ms=stopwatch.snapshot())
+        row = AuditRow(
+            id=ask.audit_id,
+            tenant_id=ask.principal.tenant_id,
+            account_id=turn.history.account_id,
+            statement_id=turn.facts.statement.id,
+            channel=ask.channel,
+            question=ask.request.question,
+            locale=answer.locale,
+            answer=msgspec.json.encode(answer).decode(),
+            source=answer.source,
+            intent=answer.intent,
+            prompt_version=answer.prompt_version,
+            model=answer.model,
+            usage=msgspec.json.encode(answer.usage).decode() if answer.usage else None,
+            fallback_reason=str(reason) if reason is not None else None,
+            timings=msgspec.json.encode(answer.timings_ms).decode(),
+            stage_starts=msgspec.json.encode(stopwatch.starts).decode(),
+        )
+        with stopwatch.stage("audit"):
+            async with autocommit(self.db) as conn:
+                await record_answer(conn, row)
+        return msgspec.structs.replace(answer, timings_ms=stopwatch.snapshot())
+
+
+def _count_tokens(tenant: str, outcome: Outcome) -> None:
+    if (usage := outcome.usage) is not None:
+        PROMPT_TOKENS.labels(tenant).inc(usage.prompt_tokens)
+        CACHED_TOKENS.labels(tenant).inc(usage.cached_tokens)
+        COMPLETION_TOKENS.labels(tenant).inc(usage.completion_tokens)
+    if outcome.spec_accept_rate is not None:
+        SPEC_ACCEPT_RATE.observe(outcome.spec_accept_rate)
