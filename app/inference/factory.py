@@ -19,14 +19,12 @@ def build_engine(settings: Settings) -> Engine | None:
             incremental=settings.sglang_incremental,
             timeout_s=settings.engine_timeout_s + 5,
         )
-    if settings.engine == "embedded":
-        from app.inference.embedded import EmbeddedEngine, default_model_path
+    from app.inference.embedded import EmbeddedEngine, default_model_path  # the only kind left: embedded
 
-        return EmbeddedEngine(
-            settings.model_path or default_model_path(),
-            parallel=settings.engine_parallel,
-            threads=settings.engine_threads,
-            prefix_cache=settings.engine_prefix_cache,
-            speculative=settings.engine_speculative,
-        )
-    raise ValueError(f"ENGINE must be embedded, sglang or off, not {settings.engine!r}")
+    return EmbeddedEngine(
+        settings.model_path or default_model_path(),
+        parallel=settings.engine_parallel,
+        threads=settings.engine_threads,
+        prefix_cache=settings.engine_prefix_cache,
+        speculative=settings.engine_speculative,
+    )

@@ -1,0 +1,59 @@
+"""`precompute`: recent statements' bill-change answers, ahead of time, into the answer cache."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+import click
+
+from app.cli.common import database_url
+from app.data.database import create_engine
+from app.settings import get_settings
+
+
+@click.command("precompute")
+@click.option("--days", default=45, show_default=True, help="Statements that closed within this many days.")
+@click.option("--tenant", help="Only this tenant (slug).")
+@click.option("--today", type=click.DateTime(["%Y-%m-%d"]), help="The as-of date (default: today).")
+def precompute_cmd(days: int, tenant: str | None, today: Any) -> None:
+    """Answer recent statements' bill-change question ahead of time, at batch priority, into the cache."""
+    from datetime import date
+
+    from rich.progress import Progress
+
+    from app.answers.precompute import precompute, wanted
+    from app.inference.factory import build_engine
+    from app.inference.scheduler import Scheduler
+
+    settings = get_settings()
+    as_of = today.date() if today else date.today()
+
+    async def run() -> Counter[str]:
+        llm = build_engine(settings)
+        if llm is None:
+            raise click.ClickException("precomputing needs an engine: ENGINE is off")
+        db = create_engine(database_url(), settings)
+        sources: Counter[str] = Counter()
+        try:
+            todo = await wanted(db, llm.model, as_of, days, tenant)
+            with Progress() as progress:
+                bar = progress.add_task(f"precomputing {len(todo)} answers", total=len(todo))
+
+                def done(answer: Any) -> None:
+                    sources[answer.source] += 1
+                    progress.advance(bar)
+
+                scheduler = Scheduler(capacity=settings.engine_capacity)
+                await precompute(db, llm, scheduler, settings, todo, as_of, on_done=done)
+        finally:
+            await llm.close()
+            await db.dispose()
+        return sources
+
+    sources = asyncio.run(run())
+    click.echo(
+        f"{sum(sources.values())} statements answered: {sources['model']} validated and cached, "
+        f"{sources['fallback']} fell back (not cached), {sources['cache']} already cached"
+    )

@@ -1,0 +1,165 @@
+"""Settings: the defaults, and one exact one-line message for each kind of mistake in the environment."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import pytest
+
+from app.domain.vocabulary import CHAT_TEMPLATES
+from app.prompts import CHAT_STOPS, PROMPTS_DIR
+from app.settings import PROJECT_ROOT, Settings, SettingsError, get_settings
+
+FLAGS = "1, 0, true, false, yes, no, on, off"
+
+
+def test_defaults() -> None:
+    settings = Settings.from_env({})
+    assert len(settings.session_secret) >= 32  # a random one per process
+    assert dataclasses.replace(settings, session_secret="") == Settings(
+        database_url=None,
+        data_dir=PROJECT_ROOT / ".data",
+        db_pool_size=10,
+        db_max_overflow=5,
+        log_questions=False,
+        log_level="INFO",
+        api_key_cache_ttl=30.0,
+        engine="embedded",
+        model_path=None,
+        engine_parallel=2,
+        engine_threads=os.cpu_count() or 2,
+        sglang_url="http://127.0.0.1:30000",
+        sglang_api_key=None,
+        sglang_model="sglang",
+        sglang_incremental=False,
+        chat_template="chatml",
+        prompt_layout="static",
+        engine_prefix_cache=True,
+        engine_speculative="none",
+        engine_timeout_s=20.0,
+        engine_max_tokens=160,
+        engine_capacity=2,
+        drain_timeout_s=30.0,
+        queue_deadline_scale=1.0,
+        batch_worker=True,
+        batch_poll_s=0.5,
+        batch_lease_s=120.0,
+        session_secret="",
+        session_ttl_s=900.0,
+        console_session_ttl_s=28800.0,
+        cookie_secure=True,
+        demo_page=False,
+        widget_origins=(),
+    )
+
+
+def test_values_are_parsed() -> None:
+    settings = Settings.from_env(
+        {"ENGINE": "SGLang", "LOG_LEVEL": "debug", "DB_POOL_SIZE": " 3 ", "API_KEY_CACHE_TTL": "0",
+         "ENGINE_TIMEOUT_S": "2.5", "PROMPT_LAYOUT": "dynamic", "CHAT_TEMPLATE": "gemma", "ENGINE_SPECULATIVE": "ngram",
+         "COOKIE_SECURE": "Off", "DEMO_PAGE": "yes", "BATCH_WORKER": "",
+         "BILL_ASSISTANT_DATA_DIR": "/tmp/bill", "WIDGET_ORIGINS": "https://a.example/, https://b.example"}
+    )  # fmt: skip
+    assert (settings.engine, settings.log_level, settings.db_pool_size) == ("sglang", "DEBUG", 3)
+    assert (settings.api_key_cache_ttl, settings.engine_timeout_s) == (0.0, 2.5)
+    assert (settings.prompt_layout, settings.chat_template, settings.engine_speculative) == (
+        "dynamic",
+        "gemma",
+        "ngram",
+    )
+    assert (settings.cookie_secure, settings.demo_page, settings.batch_worker) == (False, True, True)  # empty: default
+    assert settings.data_dir == Path("/tmp/bill")
+    assert settings.widget_origins == ("https://a.example", "https://b.example")
+
+
+@pytest.mark.parametrize(
+    ("env", "capacity"),
+    [({}, 2), ({"ENGINE_PARALLEL": "4"}, 4), ({"ENGINE": "sglang"}, 32), ({"ENGINE": "off"}, 100_000),
+     ({"ENGINE": "off", "ENGINE_CAPACITY": "7"}, 7)],
+)  # fmt: skip
+def test_engine_capacity_defaults_to_what_the_engine_can_take(env: dict[str, str], capacity: int) -> None:
+    assert Settings.from_env(env).engine_capacity == capacity
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("ENGINE", "gpu", "ENGINE must be one of embedded, sglang, off (got 'gpu')"),
+        ("CHAT_TEMPLATE", "llama3", "CHAT_TEMPLATE must be one of chatml, gemma (got 'llama3')"),
+        ("PROMPT_LAYOUT", "Dynamic-first", "PROMPT_LAYOUT must be one of static, dynamic (got 'Dynamic-first')"),
+        ("ENGINE_SPECULATIVE", "eagle", "ENGINE_SPECULATIVE must be one of none, ngram (got 'eagle')"),
+        ("LOG_LEVEL", "loud",
+         "LOG_LEVEL must be one of CRITICAL, FATAL, ERROR, WARN, WARNING, INFO, DEBUG, NOTSET (got 'loud')"),
+    ],
+)  # fmt: skip
+def test_a_word_outside_the_choices_is_refused(name: str, value: str, message: str) -> None:
+    with pytest.raises(SettingsError) as raised:
+        Settings.from_env({name: value})
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("ENGINE_TIMEOUT_S", "fast", "ENGINE_TIMEOUT_S must be a number > 0 (got 'fast')"),
+        ("ENGINE_TIMEOUT_S", "0", "ENGINE_TIMEOUT_S must be a number > 0 (got '0')"),
+        ("SESSION_TTL_S", "-5", "SESSION_TTL_S must be a number > 0 (got '-5')"),
+        ("BATCH_POLL_S", "nan", "BATCH_POLL_S must be a number > 0 (got 'nan')"),
+        ("DRAIN_TIMEOUT_S", "inf", "DRAIN_TIMEOUT_S must be a number > 0 (got 'inf')"),
+        ("API_KEY_CACHE_TTL", "-1", "API_KEY_CACHE_TTL must be a number >= 0 (got '-1')"),
+        ("DB_POOL_SIZE", "0", "DB_POOL_SIZE must be an integer >= 1 (got '0')"),
+        ("DB_POOL_SIZE", "ten", "DB_POOL_SIZE must be an integer >= 1 (got 'ten')"),
+        ("DB_MAX_OVERFLOW", "-1", "DB_MAX_OVERFLOW must be an integer >= 0 (got '-1')"),
+        ("ENGINE_PARALLEL", "2.5", "ENGINE_PARALLEL must be an integer >= 1 (got '2.5')"),
+        ("ENGINE_CAPACITY", "0", "ENGINE_CAPACITY must be an integer >= 1 (got '0')"),
+        ("ENGINE_THREADS", "0", "ENGINE_THREADS must be an integer >= 1 (got '0')"),
+        ("ENGINE_MAX_TOKENS", "1e3", "ENGINE_MAX_TOKENS must be an integer >= 1 (got '1e3')"),
+    ],
+)
+def test_a_bad_number_is_refused(name: str, value: str, message: str) -> None:
+    with pytest.raises(SettingsError) as raised:
+        Settings.from_env({name: value})
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize("name", ["COOKIE_SECURE", "BATCH_WORKER", "LOG_QUESTIONS", "ENGINE_PREFIX_CACHE"])
+def test_a_boolean_is_strict(name: str) -> None:
+    with pytest.raises(SettingsError) as raised:
+        Settings.from_env({name: "maybe"})
+    assert str(raised.value) == f"{name} must be one of {FLAGS} (got 'maybe')"
+
+
+def test_the_environment_wins_over_the_defaults() -> None:
+    demo = {"DEMO_PAGE": "1", "COOKIE_SECURE": "0"}
+    defaulted = Settings.from_env({}, defaults=demo)
+    assert (defaulted.demo_page, defaulted.cookie_secure) == (True, False)
+    explicit = Settings.from_env({"COOKIE_SECURE": "1", "DEMO_PAGE": "off"}, defaults=demo)
+    assert (explicit.cookie_secure, explicit.demo_page) == (True, False)
+    empty = Settings.from_env({"COOKIE_SECURE": ""}, defaults=demo)  # set, but empty: the variable's own default
+    assert empty.cookie_secure is True
+    with pytest.raises(SettingsError) as raised:  # defaults are checked like the environment
+        Settings.from_env({}, defaults={"ENGINE": "gpu"})
+    assert str(raised.value) == "ENGINE must be one of embedded, sglang, off (got 'gpu')"
+
+
+def test_the_process_environment_is_read_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENGINE", "off")
+    monkeypatch.setenv("COOKIE_SECURE", "1")
+    settings = Settings.from_env(defaults={"ENGINE": "sglang", "COOKIE_SECURE": "0"})
+    assert (settings.engine, settings.cookie_secure) == ("off", True)
+    monkeypatch.setenv("DB_POOL_SIZE", "0")
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(SettingsError) as raised:
+            get_settings()
+    finally:
+        get_settings.cache_clear()
+    assert str(raised.value) == "DB_POOL_SIZE must be an integer >= 1 (got '0')"
+
+
+def test_every_chat_template_the_settings_accept_exists() -> None:
+    assert sorted(CHAT_STOPS) == sorted(CHAT_TEMPLATES)
+    for name in CHAT_TEMPLATES:
+        assert (PROMPTS_DIR / "chat" / f"{name}.j2").is_file()
