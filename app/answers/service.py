@@ -35,7 +35,8 @@ from app.domain.validation import validate
 from app.domain.vocabulary import Source
 from app.errors import NotFound
 from app.inference.engine import Engine, GenerationRequest
-from app.inference.scheduler import Scheduler
+from app.inference.factory import build_engine
+from app.inference.scheduler import Hooks, Scheduler
 from app.metrics import ANSWERS, CACHED_TOKENS, COMPLETION_TOKENS, FALLBACKS, PROMPT_TOKENS, SPEC_ACCEPT_RATE
 from app.prompts import PROMPT_VERSION, render_fallback, render_prompt
 from app.settings import Settings
@@ -57,6 +58,12 @@ class AnswerService:
     llm: Engine | None  # None: deterministic answers only (ENGINE=off)
     scheduler: Scheduler
     settings: Settings
+
+    @classmethod
+    def build(cls, db: AsyncEngine, settings: Settings, hooks: Hooks | None = None) -> AnswerService:
+        """The configured engine (a model load) and an admission scheduler of its capacity."""
+        scheduler = Scheduler(capacity=settings.engine_capacity, hooks=hooks or Hooks())
+        return cls(db=db, llm=build_engine(settings), scheduler=scheduler, settings=settings)
 
     async def tenant(self, tenant_id: int) -> Principal | None:
         """A tenant as the caller of work it asked for earlier (batch jobs, precomputation, console)."""

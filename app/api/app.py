@@ -38,8 +38,6 @@ from app.api.health import health, ready
 from app.api.jobs import JobController
 from app.api.request_log import RequestLogMiddleware
 from app.data.database import asyncpg_url
-from app.inference.factory import build_engine
-from app.inference.scheduler import Scheduler
 from app.metrics import scheduler_hooks
 from app.prompts import load_templates
 from app.settings import PROJECT_ROOT, Settings
@@ -94,14 +92,13 @@ async def _answers_lifespan(app: Litestar) -> AsyncIterator[None]:
     then the engine closes."""
     settings: Settings = app.state.settings
     db: SQLAlchemyAsyncConfig = app.state.db_config
-    scheduler = Scheduler(capacity=settings.engine_capacity, hooks=scheduler_hooks())
-    answers = AnswerService(db=db.get_engine(), llm=build_engine(settings), scheduler=scheduler, settings=settings)
+    answers = AnswerService.build(db.get_engine(), settings, scheduler_hooks())
     app.state.answers = answers
     try:
         yield
     finally:
         try:
-            await scheduler.shutdown(settings.drain_timeout_s)
+            await answers.scheduler.shutdown(settings.drain_timeout_s)
         except TimeoutError:
             structlog.get_logger("bill_assistant").warning("shutdown: in-flight requests did not finish in time")
         if answers.llm is not None:

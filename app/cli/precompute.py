@@ -8,9 +8,8 @@ from typing import Any
 
 import click
 
-from app.cli.common import database_url
+from app.cli.common import database_url, load_settings
 from app.data.database import create_engine
-from app.settings import get_settings
 
 
 @click.command("precompute")
@@ -24,20 +23,18 @@ def precompute_cmd(days: int, tenant: str | None, today: Any) -> None:
     from rich.progress import Progress
 
     from app.answers.precompute import precompute, wanted
-    from app.inference.factory import build_engine
-    from app.inference.scheduler import Scheduler
+    from app.answers.service import AnswerService
 
-    settings = get_settings()
+    settings = load_settings()
+    if settings.engine == "off":
+        raise click.ClickException("precomputing needs an engine: ENGINE is off")
     as_of = today.date() if today else date.today()
 
     async def run() -> Counter[str]:
-        llm = build_engine(settings)
-        if llm is None:
-            raise click.ClickException("precomputing needs an engine: ENGINE is off")
-        db = create_engine(database_url(), settings)
+        answers = AnswerService.build(create_engine(database_url(), settings), settings)
         sources: Counter[str] = Counter()
         try:
-            todo = await wanted(db, llm.model, as_of, days, tenant)
+            todo = await wanted(answers, as_of, days, tenant)
             with Progress() as progress:
                 bar = progress.add_task(f"precomputing {len(todo)} answers", total=len(todo))
 
@@ -45,11 +42,11 @@ def precompute_cmd(days: int, tenant: str | None, today: Any) -> None:
                     sources[answer.source] += 1
                     progress.advance(bar)
 
-                scheduler = Scheduler(capacity=settings.engine_capacity)
-                await precompute(db, llm, scheduler, settings, todo, as_of, on_done=done)
+                await precompute(answers, todo, as_of, on_done=done)
         finally:
-            await llm.close()
-            await db.dispose()
+            if answers.llm is not None:
+                await answers.llm.close()
+            await answers.db.dispose()
         return sources
 
     sources = asyncio.run(run())
