@@ -28,7 +28,7 @@ from litestar.template.config import TemplateConfig
 from app.answers.batch import BatchWorker
 from app.api.auth import KeyCache
 from app.api.chat import ChatController
-from app.api.console import ConsoleController
+from app.api.console.routes import ConsoleController
 from app.api.customer_session import SessionController
 from app.api.demo import demo_page
 from app.api.errors import EXCEPTION_HANDLERS

@@ -21,7 +21,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
-from app.api.console_views import statement_view
+from app.api.console.views import statement_view
 from app.api.waterfall import STAGES
 from app.cli import DEMO_AGENT, demo_agents, main
 from app.data.agents import MAX_FAILED_LOGINS, Identity, authenticate, create_agent, disable_agent
