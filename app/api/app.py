@@ -29,7 +29,7 @@ from app.answers.batch import BatchWorker
 from app.answers.service import AnswerService
 from app.api.auth import KeyCache
 from app.api.chat import ChatController
-from app.api.console import ConsoleController
+from app.api.console.routes import ConsoleController
 from app.api.customer_session import SessionController
 from app.api.demo import demo_page
 from app.api.errors import EXCEPTION_HANDLERS

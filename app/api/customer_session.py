@@ -2,14 +2,11 @@
 
 The bank's backend, holding the tenant's API key, asks `POST /v1/sessions` for a short-lived token
 for one of its customers and hands it to the page. The token is signed (HMAC-SHA256 over the tenant,
-the customer and the expiry), so it needs no database look-up, and it can ask about that customer's
-accounts and nothing else; the page never sees an API key."""
+the customer and the expiry; app/security.py), so it needs no database look-up, and it can ask about
+that customer's accounts and nothing else; the page never sees an API key."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import time
 from datetime import UTC, datetime
 
@@ -26,53 +23,14 @@ from app.api.request_log import request_state, stopwatch
 from app.data.customers import customer_locale
 from app.data.database import autocommit
 from app.data.tenants import Principal, principal_for
-from app.errors import NotFound
+from app.errors import InvalidToken, NotFound
+from app.security import CustomerClaims, issue_token, read_token
 from app.settings import Settings
 
-_VERSION = "v1"
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="bill-assistant-chat"'}
 
 
-class CustomerClaims(msgspec.Struct, frozen=True):
-    tenant_id: int
-    customer_ref: str
-    expires: int  # Unix seconds
-
-
-class InvalidToken(ValueError):
-    pass
-
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def _unb64(data: str) -> bytes:
-    return base64.urlsafe_b64decode(data + "=" * (-len(data) % 4))
-
-
-def _sign(secret: str, payload: str) -> str:
-    return _b64(hmac.new(secret.encode(), f"{_VERSION}.{payload}".encode(), hashlib.sha256).digest())
-
-
-def issue_token(secret: str, claims: CustomerClaims) -> str:
-    payload = _b64(msgspec.json.encode(claims))
-    return f"{_VERSION}.{payload}.{_sign(secret, payload)}"
-
-
-def read_token(secret: str, token: str, now: float | None = None) -> CustomerClaims:
-    """The claims of a token this service signed and that has not expired; InvalidToken otherwise."""
-    version, _, rest = token.partition(".")
-    payload, _, signature = rest.partition(".")
-    if version != _VERSION or not hmac.compare_digest(signature, _sign(secret, payload)):
-        raise InvalidToken("the session token is not valid")
-    claims = msgspec.json.decode(_unb64(payload), type=CustomerClaims)
-    if claims.expires <= (time.time() if now is None else now):
-        raise InvalidToken("the session has expired: ask the bank's page for a new one")
-    return claims
-
-
-class Customer(msgspec.Struct, frozen=True):
+class Customer(msgspec.Struct, frozen=True, kw_only=True):
     """A customer's widget: the tenant it belongs to, and whose accounts it may see."""
 
     principal: Principal
@@ -104,7 +62,7 @@ async def provide_customer(
                 raise NotAuthorizedException("the session token is not valid", headers=_CHALLENGE)
             key_cache.put(cache_key, principal)
     request_state(request.scope)["tenant"] = principal.tenant_slug
-    return Customer(principal, claims.customer_ref)
+    return Customer(principal=principal, customer_ref=claims.customer_ref)
 
 
 async def start_session(db: AsyncEngine, settings: Settings, principal: Principal, customer_ref: str) -> SessionOut:
@@ -113,12 +71,13 @@ async def start_session(db: AsyncEngine, settings: Settings, principal: Principa
     if locale is None:
         raise NotFound(f"customer {customer_ref!r} not found")
     expires = int(time.time() + settings.session_ttl_s)
-    token = issue_token(settings.session_secret, CustomerClaims(principal.tenant_id, customer_ref, expires))
+    claims = CustomerClaims(tenant_id=principal.tenant_id, customer_ref=customer_ref, expires=expires)
+    token = issue_token(settings.session_secret, claims)
     return SessionOut(
         token=token,
         expires_at=datetime.fromtimestamp(expires, UTC),
         customer_ref=customer_ref,
-        locale=locale,  # type: ignore[arg-type]  # checked by the database
+        locale=locale,
     )
 
 

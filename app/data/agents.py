@@ -1,14 +1,10 @@
-"""Console agents: scrypt password hashes, sign-in, and sessions kept as digests of their cookie tokens."""
+"""Console agents: sign-in (scrypt password hashes, app/security.py), and sessions kept as digests of
+their cookie tokens."""
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
-import hmac
-import secrets
 from datetime import timedelta
-from functools import cache
 
 import msgspec
 from sqlalchemy import case, delete, func, insert, select, text, update
@@ -17,10 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data.models import Agent, AgentSession, Tenant
 from app.errors import AlreadyExists
+from app.security import check_password, digest, hash_password, new_token
 
-# OWASP's scrypt setting for 16 MiB of memory (cost 2^14, block size 8, parallelism 5): about
-# 0.15 s a hash here. Kept in each hash string, so raising them later leaves old hashes valid.
-SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 5
 MIN_PASSWORD_LENGTH = 12
 # Password guessing: after this many wrong passwords in a row an agent cannot sign in for a while,
 # whatever it types (the answer stays the same, so the lock does not reveal that the user exists).
@@ -28,7 +22,7 @@ MAX_FAILED_LOGINS = 5
 LOCKOUT = timedelta(minutes=15)
 
 
-class Identity(msgspec.Struct, frozen=True):
+class Identity(msgspec.Struct, frozen=True, kw_only=True):
     """A signed-in agent: who, and which bank's customers they may see."""
 
     agent_id: int
@@ -39,49 +33,9 @@ class Identity(msgspec.Struct, frozen=True):
     tenant_name: str
 
 
-class ConsoleSession(msgspec.Struct, frozen=True):
+class ConsoleSession(msgspec.Struct, frozen=True, kw_only=True):
     identity: Identity
     csrf_token: str  # every form of this session carries it
-
-
-def _b64(raw: bytes) -> str:
-    return base64.b64encode(raw).decode()
-
-
-def _scrypt(password: str, salt: bytes, n: int, r: int, p: int) -> bytes:
-    # OpenSSL refuses past 32 MiB by default; allow twice what these parameters need (128 * r * n).
-    return hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, maxmem=128 * r * n * 2, dklen=32)
-
-
-def hash_password(password: str) -> str:
-    """'scrypt$n$r$p$salt$digest' (base64): everything needed to check it again."""
-    salt = secrets.token_bytes(16)
-    digest = _scrypt(password, salt, SCRYPT_N, SCRYPT_R, SCRYPT_P)
-    return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${_b64(salt)}${_b64(digest)}"
-
-
-def verify_password(password: str, stored: str) -> bool:
-    try:
-        scheme, n, r, p, salt, digest = stored.split("$")
-        if scheme != "scrypt":
-            return False
-        actual = _scrypt(password, base64.b64decode(salt), int(n), int(r), int(p))
-        return hmac.compare_digest(actual, base64.b64decode(digest))
-    except ValueError:  # not a hash this module wrote
-        return False
-
-
-@cache
-def _dummy_hash() -> str:
-    return hash_password(secrets.token_urlsafe(16))
-
-
-def _verify_or_pretend(password: str, stored: str | None) -> bool:
-    """Without an agent, check against a hash nobody knows the password of: the same work either way."""
-    if stored is None:
-        verify_password(password, _dummy_hash())
-        return False
-    return verify_password(password, stored)
 
 
 def _checked(username: str, password: str) -> str:
@@ -158,7 +112,7 @@ async def authenticate(conn: AsyncConnection, tenant_slug: str, username: str, p
             .where(Tenant.slug == tenant_slug.strip(), Agent.username == username.strip())
         )
     ).first()
-    valid = await asyncio.to_thread(_verify_or_pretend, password, row.password_hash if row is not None else None)
+    valid = await asyncio.to_thread(check_password, password, row.password_hash if row is not None else None)
     if row is None:
         return None
     if row.locked or not valid or row.disabled_at is not None:
@@ -166,7 +120,14 @@ async def authenticate(conn: AsyncConnection, tenant_slug: str, username: str, p
             await _count_failure(conn, row.agent_id)
         return None
     await conn.execute(update(Agent).where(Agent.id == row.agent_id, Agent.failed_logins > 0).values(failed_logins=0))
-    return Identity(row.agent_id, row.username, row.display_name, row.tenant_id, row.slug, row.name)
+    return Identity(
+        agent_id=row.agent_id,
+        username=row.username,
+        display_name=row.display_name,
+        tenant_id=row.tenant_id,
+        tenant_slug=row.slug,
+        tenant_name=row.name,
+    )
 
 
 async def _count_failure(conn: AsyncConnection, agent_id: int) -> None:
@@ -181,20 +142,16 @@ async def _count_failure(conn: AsyncConnection, agent_id: int) -> None:
     )
 
 
-def _token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 async def start_session(conn: AsyncConnection, agent_id: int, ttl_s: float) -> tuple[str, str]:
     """A new session: (the cookie's token, the forms' CSRF token). Only the token's digest is stored."""
-    token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+    token, csrf = new_token(), new_token()
     # The agent's expired sessions go as it signs in again: the table holds live sessions only.
     await conn.execute(
         delete(AgentSession).where(AgentSession.agent_id == agent_id, AgentSession.expires_at <= func.now())
     )
     await conn.execute(
         insert(AgentSession).values(
-            token_hash=_token_hash(token),
+            token_hash=digest(token),
             agent_id=agent_id,
             csrf_token=csrf,
             expires_at=func.now() + timedelta(seconds=ttl_s),  # the database's clock decides expiry
@@ -204,7 +161,8 @@ async def start_session(conn: AsyncConnection, agent_id: int, ttl_s: float) -> t
 
 
 _SESSION = text("""
-SELECT a.id, a.username, a.display_name, t.id, t.slug, t.name, s.csrf_token
+SELECT a.id AS agent_id, a.username, a.display_name,
+       t.id AS tenant_id, t.slug AS tenant_slug, t.name AS tenant_name, s.csrf_token
 FROM agent_sessions s
 JOIN agents a ON a.id = s.agent_id
 JOIN tenants t ON t.id = a.tenant_id
@@ -214,11 +172,13 @@ WHERE s.token_hash = :token_hash AND s.expires_at > now() AND a.disabled_at IS N
 
 async def find_session(conn: AsyncConnection, token: str) -> ConsoleSession | None:
     """The live session this cookie token belongs to; None once it has expired or its agent is disabled."""
-    row = (await conn.execute(_SESSION, {"token_hash": _token_hash(token)})).first()
+    row = (await conn.execute(_SESSION, {"token_hash": digest(token)})).first()
     if row is None:
         return None
-    return ConsoleSession(Identity(*row[:6]), csrf_token=row[6])
+    columns = dict(row._mapping)  # by the labels above
+    csrf_token = columns.pop("csrf_token")
+    return ConsoleSession(identity=Identity(**columns), csrf_token=csrf_token)
 
 
 async def end_session(conn: AsyncConnection, token: str) -> None:
-    await conn.execute(delete(AgentSession).where(AgentSession.token_hash == _token_hash(token)))
+    await conn.execute(delete(AgentSession).where(AgentSession.token_hash == digest(token)))

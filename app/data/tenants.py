@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 from typing import Any
 
 import msgspec
@@ -15,11 +13,12 @@ from app.domain.policy import TenantPolicy
 from app.domain.priority import TenantLimits
 from app.domain.vocabulary import PRIORITY_CLASSES, PriorityClass
 from app.errors import AlreadyExists
+from app.security import digest, new_token
 
 KEY_PREFIX = "ba_"
 
 
-class Principal(msgspec.Struct, frozen=True):
+class Principal(msgspec.Struct, frozen=True, kw_only=True):
     """Who is calling: the tenant an API key belongs to, with the policy its answers follow."""
 
     tenant_id: int
@@ -27,10 +26,6 @@ class Principal(msgspec.Struct, frozen=True):
     priority_class: PriorityClass
     policy: TenantPolicy
     limits: TenantLimits
-
-
-def hash_key(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
 
 
 async def create_tenant(
@@ -81,13 +76,16 @@ async def tenant_id(conn: AsyncConnection, slug: str) -> int | None:
 
 
 async def issue_api_key(conn: AsyncConnection, tenant: int, label: str = "") -> str:
-    key = KEY_PREFIX + secrets.token_urlsafe(32)
-    await conn.execute(insert(ApiKey).values(tenant_id=tenant, prefix=key[:10], key_hash=hash_key(key), label=label))
+    key = KEY_PREFIX + new_token()
+    await conn.execute(insert(ApiKey).values(tenant_id=tenant, prefix=key[:10], key_hash=digest(key), label=label))
     return key
 
 
 # Text SQL: on the hot path, building a Core select per call costs more than the query itself.
-_COLUMNS = "t.id, t.slug, t.priority_class, t.name, t.policy::text, t.weight, t.max_concurrency, t.rate_limit_per_s"
+_COLUMNS = (
+    "t.id AS tenant_id, t.slug AS tenant_slug, t.priority_class, t.name, t.policy::text AS policy,"
+    " t.weight, t.max_concurrency, t.rate_limit_per_s"
+)
 _AUTHENTICATE = text(f"""
 SELECT {_COLUMNS}
 FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
@@ -106,17 +104,17 @@ async def principal_for(conn: AsyncConnection, tenant: int) -> Principal | None:
 async def authenticate(conn: AsyncConnection, key: str) -> Principal | None:
     if not key.startswith(KEY_PREFIX):
         return None
-    return _principal((await conn.execute(_AUTHENTICATE, {"key_hash": hash_key(key)})).first())
+    return _principal((await conn.execute(_AUTHENTICATE, {"key_hash": digest(key)})).first())
 
 
 def _principal(row: Any) -> Principal | None:
     if row is None:
         return None
-    policy = msgspec.json.decode(row[4], type=dict[str, Any])
+    policy = msgspec.json.decode(row.policy, type=dict[str, Any])
     return Principal(
-        tenant_id=row[0],
-        tenant_slug=row[1],
-        priority_class=row[2],
-        policy=msgspec.convert({"brand": row[3], **policy}, TenantPolicy),
-        limits=TenantLimits(weight=row[5], max_concurrency=row[6], rate_per_s=row[7]),
+        tenant_id=row.tenant_id,
+        tenant_slug=row.tenant_slug,
+        priority_class=row.priority_class,
+        policy=msgspec.convert({"brand": row.name, **policy}, TenantPolicy),
+        limits=TenantLimits(weight=row.weight, max_concurrency=row.max_concurrency, rate_per_s=row.rate_limit_per_s),
     )

@@ -16,7 +16,7 @@ from playwright.async_api import Browser, Page, expect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
-from app.api.console_views import statement_view
+from app.api.console.views import statement_view
 from app.data.agents import create_agent
 from app.data.database import autocommit
 from app.data.history import load_history

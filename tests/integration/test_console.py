@@ -21,23 +21,16 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
-from app.api.console_views import statement_view
+from app.api.console.views import statement_view
 from app.api.waterfall import STAGES
 from app.cli import DEMO_AGENT, demo_agents, main
-from app.data.agents import (
-    MAX_FAILED_LOGINS,
-    Identity,
-    authenticate,
-    create_agent,
-    disable_agent,
-    hash_password,
-    verify_password,
-)
+from app.data.agents import MAX_FAILED_LOGINS, Identity, authenticate, create_agent, disable_agent
 from app.data.database import autocommit, create_engine
 from app.data.history import load_history
 from app.data.tenants import create_tenant, set_limits
 from app.demo import TENANTS
 from app.domain.facts import compute_facts
+from app.security import hash_password, verify_password
 from app.settings import Settings, get_settings
 from tests.factories import account, customer, document
 from tests.fakes.sglang_server import RunningFake, Script

@@ -10,6 +10,7 @@ from app.api.waterfall import waterfall
 from app.data.audit import AnswerRecord
 from app.domain.facts import BillFacts, Driver
 from app.domain.formatting import day, money
+from app.domain.reasons import Reason, Rule
 
 # The console speaks English; amounts and dates are written the English way in every tenant.
 LOCALE = "en"
@@ -25,7 +26,7 @@ DRIVER_KIND = {
 }
 # Why the deterministic answer was served, by the reason's rule (app/answers/generation.py,
 # app/domain/validation.py); the detail after the colon is shown as well.
-FALLBACK_REASON = {
+FALLBACK_REASON: dict[Rule, str] = {
     "engine_off": "no model is configured",
     "out_of_scope": "the question is out of scope: a polite refusal needs no model",
     "engine_error": "the engine failed",
@@ -43,12 +44,12 @@ FALLBACK_REASON = {
 }
 
 
-class Line(msgspec.Struct, frozen=True):
+class Line(msgspec.Struct, frozen=True, kw_only=True):
     label: str
     amount: str
 
 
-class StatementView(msgspec.Struct, frozen=True):
+class StatementView(msgspec.Struct, frozen=True, kw_only=True):
     period: str
     previous_period: str | None
     previous_balance: str
@@ -63,7 +64,7 @@ class StatementView(msgspec.Struct, frozen=True):
     as_of: str
 
 
-class StageRow(msgspec.Struct, frozen=True):
+class StageRow(msgspec.Struct, frozen=True, kw_only=True):
     stage: str
     label: str
     starts: str
@@ -72,7 +73,7 @@ class StageRow(msgspec.Struct, frozen=True):
     width: float
 
 
-class AnswerView(msgspec.Struct, frozen=True):
+class AnswerView(msgspec.Struct, frozen=True, kw_only=True):
     record: AnswerRecord
     explanation: str
     validation: str
@@ -100,7 +101,7 @@ def statement_view(facts: BillFacts) -> StatementView:
         previous_balance=amount(facts.previous_balance),
         new_balance=amount(s.new_balance),
         difference=amount(facts.difference, sign=True),
-        drivers=[Line(_driver(d), amount(d.amount, sign=True)) for d in facts.drivers],
+        drivers=[Line(label=_driver(d), amount=amount(d.amount, sign=True)) for d in facts.drivers],
         payment_status=PAYMENT_STATUS[facts.payment.status],
         paid_since=amount(facts.payment.paid_amount),
         outstanding=amount(facts.payment.outstanding),
@@ -119,10 +120,12 @@ def _validation(record: AnswerRecord) -> str:
         return "Passed: every amount, date and status word matches the facts"
     if record.source == "cache":
         return "Passed when first answered (served from the answer cache)"
-    reason = record.fallback_reason or ""
-    rule, _, detail = reason.partition(":")
-    why = FALLBACK_REASON.get(rule, rule)
-    return f"Deterministic answer served: {why}" + (f" ({detail})" if detail else "")
+    try:
+        reason = Reason.parse(record.fallback_reason or "")
+    except ValueError:  # none, or a rule this version does not know: shown as stored
+        return f"Deterministic answer served: {record.fallback_reason or ''}"
+    why = FALLBACK_REASON[reason.rule]
+    return f"Deterministic answer served: {why}" + (f" ({reason.detail})" if reason.detail else "")
 
 
 def _cached_share(record: AnswerRecord) -> str:
@@ -142,7 +145,14 @@ def answer_view(record: AnswerRecord) -> AnswerView:
         validation=_validation(record),
         cached_share=_cached_share(record),
         stages=[
-            StageRow(b.stage, b.label, milliseconds(b.start_ms), milliseconds(b.duration_ms), b.left, b.width)
+            StageRow(
+                stage=b.stage,
+                label=b.label,
+                starts=milliseconds(b.start_ms),
+                takes=milliseconds(b.duration_ms),
+                left=b.left,
+                width=b.width,
+            )
             for b in bars
         ],
         total=milliseconds(axis),

@@ -1,19 +1,17 @@
-"""Who is at the console, and whether a form came from it.
+"""Who is at the console.
 
 The session cookie holds a random token (the database keeps only its digest). Every form carries a
-CSRF token: the session's own once signed in; before that, the sign-in form's value must equal a
-cookie set with the form (a double submit), which another site can neither read nor set."""
+CSRF token (app/api/console/forms.py): the session's own once signed in; before that, the sign-in
+form's value must equal a cookie set with the form (a double submit), which another site can neither
+read nor set."""
 
 from __future__ import annotations
 
-import hmac
-import secrets
 from typing import Literal
 
 from litestar import Request
-from litestar.datastructures import Cookie, FormMultiDict
+from litestar.datastructures import Cookie
 from litestar.di import NamedDependency
-from litestar.exceptions import PermissionDeniedException
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.request_log import request_state, stopwatch
@@ -24,12 +22,7 @@ from app.settings import Settings
 PATH = "/console"
 SESSION_COOKIE = "console_session"
 LOGIN_CSRF_COOKIE = "console_login_csrf"
-CSRF_FIELD = "csrf_token"
 SameSite = Literal["lax", "strict"]
-CSRF_REFUSED = (
-    "This form was refused: its security token is missing or does not match your session. "
-    "Reload the page and send it again."
-)
 
 
 class LoginRequired(Exception):
@@ -39,9 +32,14 @@ class LoginRequired(Exception):
 def _cookie(key: str, value: str | None, path: str, max_age: int, settings: Settings, samesite: SameSite) -> Cookie:
     """No value: the cookie is removed."""
     return Cookie(
-        key=key, value=value or "", path=path, max_age=max_age if value else 0,
-        httponly=True, secure=settings.cookie_secure, samesite=samesite,
-    )  # fmt: skip
+        key=key,
+        value=value or "",
+        path=path,
+        max_age=max_age if value else 0,
+        httponly=True,
+        secure=settings.cookie_secure,
+        samesite=samesite,
+    )
 
 
 def session_cookie(settings: Settings, token: str | None) -> Cookie:
@@ -51,15 +49,6 @@ def session_cookie(settings: Settings, token: str | None) -> Cookie:
 
 def login_csrf_cookie(settings: Settings, token: str | None) -> Cookie:
     return _cookie(LOGIN_CSRF_COOKIE, token, f"{PATH}/login", 3600, settings, "strict")
-
-
-def new_csrf_token() -> str:
-    return secrets.token_urlsafe(32)
-
-
-def csrf_matches(form: FormMultiDict, expected: str | None) -> bool:
-    sent = form.get(CSRF_FIELD)
-    return isinstance(sent, str) and bool(expected) and hmac.compare_digest(sent.encode(), (expected or "").encode())
 
 
 async def current_session(request: Request, db: AsyncEngine) -> ConsoleSession | None:  # type: ignore[type-arg]
@@ -80,14 +69,3 @@ async def provide_agent(
         raise LoginRequired
     request_state(request.scope)["tenant"] = session.identity.tenant_slug
     return session
-
-
-async def provide_form(
-    request: Request,  # type: ignore[type-arg]
-    agent: NamedDependency[ConsoleSession],
-) -> FormMultiDict:
-    """The posted form, once its CSRF token is the session's."""
-    form = await request.form()
-    if not csrf_matches(form, agent.csrf_token):
-        raise PermissionDeniedException(CSRF_REFUSED)
-    return form

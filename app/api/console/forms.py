@@ -1,0 +1,50 @@
+"""What the console's forms send: their fields, the asked question, and each form's CSRF token
+(app/security.py), checked before a signed-in agent's form is acted on."""
+
+from __future__ import annotations
+
+import msgspec
+from litestar import Request
+from litestar.datastructures import FormMultiDict
+from litestar.di import NamedDependency
+from litestar.exceptions import PermissionDeniedException
+
+from app.answers.schemas import ExplanationRequest
+from app.data.agents import ConsoleSession
+from app.security import csrf_matches
+
+CSRF_FIELD = "csrf_token"
+CSRF_REFUSED = (
+    "This form was refused: its security token is missing or does not match your session. "
+    "Reload the page and send it again."
+)
+
+
+def field(form: FormMultiDict, name: str) -> str:
+    """A text field's value; "" when it is missing or a file."""
+    value = form.get(name)
+    return value if isinstance(value, str) else ""
+
+
+def question_request(form: FormMultiDict, account_ref: str) -> ExplanationRequest:
+    """The asked question, checked like the API's (msgspec.ValidationError otherwise)."""
+    # Browsers send a textarea's line breaks as CR LF; the question allows LF only.
+    question = field(form, "question").replace("\r\n", "\n")
+    locale = field(form, "locale") or None
+    return msgspec.convert({"account_ref": account_ref, "question": question, "locale": locale}, ExplanationRequest)
+
+
+def form_csrf_matches(form: FormMultiDict, expected: str | None) -> bool:
+    sent = form.get(CSRF_FIELD)
+    return csrf_matches(sent if isinstance(sent, str) else None, expected)
+
+
+async def provide_form(
+    request: Request,  # type: ignore[type-arg]
+    agent: NamedDependency[ConsoleSession],
+) -> FormMultiDict:
+    """The posted form, once its CSRF token is the session's."""
+    form = await request.form()
+    if not form_csrf_matches(form, agent.csrf_token):
+        raise PermissionDeniedException(CSRF_REFUSED)
+    return form

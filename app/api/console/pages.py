@@ -1,0 +1,131 @@
+"""The console's pages: every one with the same security headers, the sign-in and account pages
+(built from several look-ups), and the error pages the console's exceptions become."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from litestar import Request, Response
+from litestar.datastructures import Cookie
+from litestar.exceptions import HTTPException
+from litestar.response import Redirect, Template
+from litestar.types import ExceptionHandlersMap
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.api.console.session import PATH, LoginRequired, login_csrf_cookie
+from app.api.console.views import LOCALES, statement_view
+from app.data.agents import ConsoleSession
+from app.data.audit import recent_answers
+from app.data.database import autocommit
+from app.data.directory import account_overview
+from app.data.history import load_history
+from app.domain.facts import compute_facts
+from app.errors import NotFound, Shed
+from app.security import new_csrf_token
+from app.settings import Settings
+
+# Pages hold customers' data: never cached, never framed, never followed by a full Referer.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+def console_page(
+    name: str,
+    *,
+    status: int = 200,
+    headers: dict[str, str] | None = None,
+    cookies: list[Cookie] | None = None,
+    **context: Any,
+) -> Template:
+    return Template(
+        f"console/{name}",
+        context=context,
+        status_code=status,
+        headers=SECURITY_HEADERS | (headers or {}),
+        cookies=cookies,
+    )
+
+
+def sign_in_page(
+    settings: Settings, *, status: int = 200, error: str | None = None, tenant: str = "", username: str = ""
+) -> Template:
+    token = new_csrf_token()  # a fresh double-submit pair with every form
+    return console_page(
+        "login.html",
+        status=status,
+        cookies=[login_csrf_cookie(settings, token)],
+        login_csrf=token,
+        error=error,
+        tenant=tenant,
+        username=username,
+    )
+
+
+async def account_page(
+    db: AsyncEngine,
+    agent: ConsoleSession,
+    account_ref: str,
+    *,
+    question: str = "",
+    locale: str | None = None,
+    error: str | None = None,
+    status: int = 200,
+) -> Template:
+    tenant, today = agent.identity.tenant_id, date.today()
+    async with autocommit(db) as conn:
+        account = await account_overview(conn, tenant, account_ref)
+        if account is None:
+            raise NotFound(f"account {account_ref!r} not found")
+        history = await load_history(conn, tenant, account_ref, None, today)
+        answers = await recent_answers(conn, tenant, account.id)
+    # The same facts the answers are built from, computed without asking any model.
+    statement = statement_view(compute_facts(history, today)) if history and history.statements else None
+    return console_page(
+        "account.html",
+        status=status,
+        agent=agent,
+        account=account,
+        statement=statement,
+        answers=answers,
+        question=question,
+        locale=locale or account.customer_locale,
+        locales=LOCALES,
+        error=error,
+    )
+
+
+def _to_login(request: Request, exc: LoginRequired) -> Response[Any]:  # type: ignore[type-arg]
+    return Redirect(f"{PATH}/login", status_code=303)
+
+
+def _error(status: int, title: str, message: str, headers: dict[str, str] | None = None) -> Template:
+    return console_page("error.html", status=status, headers=headers, title=title, message=message)
+
+
+def _http_error(request: Request, exc: HTTPException) -> Response[Any]:  # type: ignore[type-arg]
+    titles = {403: "Refused", 404: "Not found"}
+    return _error(exc.status_code, titles.get(exc.status_code, "Something is wrong"), exc.detail)
+
+
+def _not_found(request: Request, exc: NotFound) -> Response[Any]:  # type: ignore[type-arg]
+    return _error(404, "Not found", str(exc))
+
+
+def _shed(request: Request, exc: Shed) -> Response[Any]:  # type: ignore[type-arg]
+    """429 (this bank's rate) or 503 (overloaded, shutting down), with Retry-After, as a page."""
+    retry = max(1, int(exc.retry_after_s))
+    message = f"The question was not answered: {exc}. Try again in {retry} s."
+    return _error(exc.status, "Busy", message, headers={"Retry-After": str(retry)})
+
+
+# The console's errors are pages too (the API's are JSON): a lapsed session goes to the sign-in page.
+EXCEPTION_HANDLERS: ExceptionHandlersMap = {
+    LoginRequired: _to_login,
+    HTTPException: _http_error,
+    NotFound: _not_found,
+    Shed: _shed,
+}
