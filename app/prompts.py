@@ -18,13 +18,13 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from app.domain import formatting
 from app.domain.facts import BillFacts, Driver, Entry
 from app.domain.policy import TenantPolicy
-from app.domain.vocabulary import LOCALES, Intent
+from app.domain.vocabulary import LOCALES, ChatTemplate, Intent, PromptLayout
 from app.settings import PROJECT_ROOT
 
 PROMPTS_DIR = PROJECT_ROOT / "prompts"
 FACTS_MARKER = "FACTS\n"
 # Chat templates of served model families, and the strings that end a turn in each.
-CHAT_STOPS = {"chatml": ["<|im_end|>"], "gemma": ["<end_of_turn>"]}
+CHAT_STOPS: dict[ChatTemplate, list[str]] = {"chatml": ["<|im_end|>"], "gemma": ["<end_of_turn>"]}
 # Templates write one sentence per line; English sentences are joined by a space, Chinese by nothing.
 _JOINERS = {"en": " ", "zh-CN": ""}
 TOP_DRIVERS = 3  # the deterministic answer names the largest drivers; the response lists all
@@ -91,8 +91,8 @@ def render_prompt(
     facts: BillFacts,
     question: str,
     locale: str,
-    chat_template: str,
-    layout: str = "static",
+    chat_template: ChatTemplate,
+    layout: PromptLayout = "static",
 ) -> RenderedPrompt:
     if locale not in LOCALES:
         raise ValueError(f"unsupported locale {locale!r}")
