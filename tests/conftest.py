@@ -19,10 +19,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from app.api.app import create_app
 from app.data.database import asyncpg_url, create_engine, migrate, start_embedded_postgres
-from app.data.importer import ImportReport, import_file, parse
+from app.data.importer import ImportReport
 from app.data.tenants import create_tenant, issue_api_key
 from app.inference.embedded import EmbeddedEngine, default_model_path
 from app.settings import PROJECT_ROOT, Settings
+from tests.factories import import_document
 from tests.fakes.sglang_server import RunningFake
 
 
@@ -81,17 +82,13 @@ def make_tenant(engine: AsyncEngine) -> Callable[..., Awaitable[Tenant]]:
     return make
 
 
-async def _import(conn: Any, doc: dict[str, Any]) -> ImportReport:
-    return await import_file(conn, parse(msgspec.json.encode(doc)))
-
-
 @pytest.fixture
 def load(engine: AsyncEngine) -> Callable[[dict[str, Any]], Awaitable[ImportReport]]:
     """Import a document (the JSON exchange format, as a dict) in one transaction."""
 
     async def run(doc: dict[str, Any]) -> ImportReport:
         async with engine.begin() as conn:
-            return await _import(conn, doc)
+            return await import_document(conn, doc)
 
     return run
 

@@ -1,9 +1,14 @@
-"""Small import documents for tests, in the JSON exchange format."""
+"""Small import documents for tests, in the JSON exchange format, and importing one."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.data.importer import ImportReport, import_file, parse
 
 
 def tx(ref: str, posted_on: str, kind: str, amount: str, merchant: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -34,6 +39,11 @@ def customer(ref: str = "C-1001", locale: str = "en", accounts: list[Any] | None
 def document(tenant: str, customers: list[Any] | None = None) -> dict[str, Any]:
     # A deep copy: tests edit documents, and the module-level stories must stay as they are.
     return copy.deepcopy({"tenant": tenant, "customers": customers or [customer()]})
+
+
+async def import_document(conn: AsyncConnection, doc: dict[str, Any]) -> ImportReport:
+    """Import a document (a dict, as above) on the connection, in its transaction."""
+    return await import_file(conn, parse(msgspec.json.encode(doc)))
 
 
 # September: 100.00 + 12.99 = 112.99. October: the same plus a new 12.00 gym membership; the September

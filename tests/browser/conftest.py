@@ -1,5 +1,5 @@
 """Headless Debian chromium driven by Playwright; never a browser downloaded at run time.
-Screenshots go to tests/browser/screenshots/ (ignored by git)."""
+Screenshots: tests/browser/helpers.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 from playwright.async_api import Browser, Page, async_playwright
 
 CHROMIUM = "/usr/bin/chromium"
-SCREENSHOTS = Path(__file__).parent / "screenshots"
 
 
 @pytest.fixture(scope="session")
@@ -36,10 +35,3 @@ async def page(browser: Browser) -> AsyncIterator[Page]:
     page = await context.new_page()
     yield page
     await context.close()
-
-
-async def screenshot(page: Page, name: str) -> Path:
-    SCREENSHOTS.mkdir(exist_ok=True)
-    path = SCREENSHOTS / f"{name}.png"
-    await page.screenshot(path=str(path), full_page=True)
-    return path

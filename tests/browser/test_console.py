@@ -22,7 +22,7 @@ from app.data.database import autocommit
 from app.data.history import load_history
 from app.domain.facts import compute_facts
 from app.settings import Settings
-from tests.browser.conftest import screenshot
+from tests.browser.helpers import screenshot
 from tests.factories import account, customer, document, tx
 from tests.fakes.sglang_server import RunningFake, Script
 from tests.servers import ThreadedServer

@@ -22,7 +22,7 @@ from app.data.tenants import set_limits
 from app.domain.facts import compute_facts
 from app.prompts import phrases
 from app.settings import Settings
-from tests.browser.conftest import screenshot
+from tests.browser.helpers import screenshot
 from tests.factories import account, customer, document
 from tests.fakes.sglang_server import RunningFake, Script
 from tests.servers import ThreadedServer

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
 from app.settings import Settings
-from tests.factories import OCT, SEPT, account, customer, document, statement
+from tests.factories import OCT, SEPT, account, customer, document, import_document, statement
 from tests.fakes.sglang_server import RunningFake, Script
 
 GOOD = "Your new balance is 124.99 EUR, 12.00 EUR more than last month, because of City Gym."
@@ -156,7 +156,6 @@ def test_precompute_fills_the_cache_for_recently_closed_statements(
     from app.data.database import create_engine
     from app.data.tenants import create_tenant, issue_api_key
     from app.settings import get_settings
-    from tests.conftest import _import
 
     fake_sglang.fake.scripts.extend(  # A-1's customer reads English, A-2's Chinese
         [Script(text=json.dumps({"answer": "Your bill changed because of your purchases."})),
@@ -169,7 +168,7 @@ def test_precompute_fills_the_cache_for_recently_closed_statements(
         async with engine.begin() as conn:
             tenant = await create_tenant(conn, slug, "Pre Bank", "standard")
             await issue_api_key(conn, tenant)
-            await _import(conn, document(slug, [customer(), customer("C-2", "zh-CN", [account("A-2", "CNY")])]))
+            await import_document(conn, document(slug, [customer(), customer("C-2", "zh-CN", [account("A-2", "CNY")])]))
         await engine.dispose()
 
     asyncio.run(seed())

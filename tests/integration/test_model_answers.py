@@ -19,6 +19,7 @@ from app.prompts import PROMPT_VERSION
 from app.settings import Settings
 from tests.factories import document
 from tests.fakes.sglang_server import RunningFake, Script
+from tests.metrics import sample
 
 GOOD = "Your new balance is 124.99 EUR, 12.00 EUR more than last month, because of City Gym."
 
@@ -104,6 +105,7 @@ async def test_anything_but_a_valid_answer_falls_back(
     llm_client: Any, bank: Any, fake_sglang: RunningFake, engine: AsyncEngine, script: Script, reason: str
 ) -> None:
     fake_sglang.fake.default = script
+    fallbacks = sample("bill_assistant_fallbacks_total", {"reason": reason})
     body = await ask(llm_client, bank)
     assert body["source"] == "fallback"
     assert body["explanation"].startswith("Your statement for 1 October 2026 to 31 October 2026")
@@ -113,8 +115,9 @@ async def test_anything_but_a_valid_answer_falls_back(
     assert recorded.split(":", 1)[0] == reason
     if reason == "engine_timeout":  # the abandoned request is aborted on the server
         assert body["answer_id"].replace("-", "") in fake_sglang.fake.aborted
+    assert sample("bill_assistant_fallbacks_total", {"reason": reason}) == fallbacks + 1
     metrics = (await llm_client.get("/metrics")).text
-    assert f'bill_assistant_fallbacks_total{{reason="{reason}"}}' in metrics
+    assert f'bill_assistant_fallbacks_total{{reason="{reason}"}} {fallbacks + 1}' in metrics
 
 
 async def test_ready_reports_the_engine(llm_client: Any, client: Any, database_url: str) -> None:

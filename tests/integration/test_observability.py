@@ -14,6 +14,7 @@ from app.api.app import create_app
 from app.settings import Settings
 from tests.factories import document
 from tests.fakes.sglang_server import RunningFake, Script
+from tests.metrics import sample
 
 SEQUENTIAL = ("auth", "admission", "db", "facts", "explain", "prompt", "engine", "validate", "audit")
 GOOD = "Your new balance is 124.99 EUR, 12.00 EUR more than last month, because of City Gym."
@@ -33,6 +34,7 @@ async def test_stage_timings_add_up_and_reach_header_and_metrics(
     fake_sglang.fake.speculative = True
     tenant = await make_tenant()
     await load(document(tenant.slug))
+    spec_before = sample("bill_assistant_spec_accept_rate_count"), sample("bill_assistant_spec_accept_rate_sum")
     r = await llm_client.post(
         "/v1/explanations",
         json={"account_ref": "A-1", "question": "Why is my bill higher?", "as_of": "2026-11-10"},
@@ -56,8 +58,12 @@ async def test_stage_timings_add_up_and_reach_header_and_metrics(
         assert f"bill_assistant_stage_seconds_count{{{labels}}} 1.0" in metrics, stage
     usage = r.json()["usage"]
     assert f'bill_assistant_prompt_tokens_total{{tenant="{tenant.slug}"}} {float(usage["prompt_tokens"])}' in metrics
-    assert f'bill_assistant_cached_prompt_tokens_total{{tenant="{tenant.slug}"}}' in metrics
-    assert "bill_assistant_spec_accept_rate_count" in metrics
+    cached = float(usage["cached_tokens"])
+    assert f'bill_assistant_cached_prompt_tokens_total{{tenant="{tenant.slug}"}} {cached}' in metrics
+    # One request, and the fake reports an acceptance rate of 0.75 for it.
+    count, total = sample("bill_assistant_spec_accept_rate_count"), sample("bill_assistant_spec_accept_rate_sum")
+    assert count == spec_before[0] + 1
+    assert total == pytest.approx(spec_before[1] + 0.75)
 
 
 async def test_a_refused_request_still_has_server_timing(client: Any) -> None:

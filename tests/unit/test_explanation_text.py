@@ -15,7 +15,7 @@ from app.domain.policy import TenantPolicy
 from app.domain.records import Line
 from app.domain.validation import validate
 from app.prompts import render_fallback as render
-from tests.unit.test_facts import OCT, SEP, history
+from tests.histories import OCT, SEP, history
 
 D = Decimal
 

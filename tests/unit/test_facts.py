@@ -10,25 +10,10 @@ from hypothesis import strategies as st
 
 from app.domain.facts import compute_facts, drivers
 from app.domain.money import ZERO, signed
-from app.domain.records import AccountHistory, Line, Period
+from app.domain.records import Line
+from tests.histories import OCT, SEP, history
 
 D = Decimal
-SEP = (date(2026, 9, 1), date(2026, 9, 30))
-OCT = (date(2026, 10, 1), date(2026, 10, 31))
-
-
-def period(id_: int, span: tuple[date, date], lines: list[Line], minimum: str = "25.00") -> Period:
-    net = sum((signed(x.kind, x.amount) for x in lines if span[0] <= x.posted_on <= span[1]), ZERO)
-    return Period(id_, span[0], span[1], span[1] + timedelta(days=25), D(minimum), net)
-
-
-def history(
-    lines: list[Line], spans: list[tuple[date, date]], currency: str = "EUR", opening: str = "0.00"
-) -> AccountHistory:
-    return AccountHistory(
-        account_id=1, account_ref="A-1", currency=currency, opening_balance=D(opening), customer_ref="C-1",
-        customer_locale="en", statements=[period(i + 1, s, lines) for i, s in enumerate(spans)], lines=lines,
-    )  # fmt: skip
 
 
 def test_hand_computed_eur_bill_change() -> None:

@@ -7,8 +7,7 @@ from datetime import date
 from app.domain.facts import compute_facts
 from app.domain.policy import TenantPolicy
 from app.prompts import render_prompt
-from tests.unit.test_facts import OCT, SEP, history
-from tests.unit.test_validation import GYM
+from tests.histories import GYM, OCT, SEP, history
 
 
 def test_dynamic_layout_puts_facts_before_the_instructions() -> None:

@@ -10,17 +10,9 @@ import pytest
 from app.domain.facts import BillFacts, compute_facts
 from app.domain.records import Line
 from app.domain.validation import validate
-from tests.unit.test_facts import OCT, SEP, history
+from tests.histories import GYM, OCT, SEP, history
 
 D = Decimal
-GYM = [
-    Line(date(2026, 9, 3), "purchase", D("100.00"), "FreshMart"),
-    Line(date(2026, 9, 10), "purchase", D("12.99"), "Netflix"),
-    Line(date(2026, 10, 3), "purchase", D("100.00"), "FreshMart"),
-    Line(date(2026, 10, 10), "purchase", D("12.99"), "Netflix"),
-    Line(date(2026, 10, 12), "purchase", D("12.00"), "City Gym"),
-    Line(date(2026, 10, 15), "payment", D("112.99")),
-]
 
 
 def facts(currency: str = "EUR", as_of: date = date(2026, 11, 10), extra: list[Line] | None = None) -> BillFacts:
