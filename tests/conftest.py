@@ -62,7 +62,7 @@ async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
     await engine.dispose()
 
 
-class Tenant(msgspec.Struct):
+class Tenant(msgspec.Struct, kw_only=True):
     id: int
     slug: str
     key: str

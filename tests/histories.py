@@ -15,18 +15,25 @@ OCT = (date(2026, 10, 1), date(2026, 10, 31))
 
 # September: 112.99. October: new balance 124.99, +12.00 (City Gym), minimum 25.00 due 25 November 2026.
 GYM = [
-    Line(date(2026, 9, 3), "purchase", D("100.00"), "FreshMart"),
-    Line(date(2026, 9, 10), "purchase", D("12.99"), "Netflix"),
-    Line(date(2026, 10, 3), "purchase", D("100.00"), "FreshMart"),
-    Line(date(2026, 10, 10), "purchase", D("12.99"), "Netflix"),
-    Line(date(2026, 10, 12), "purchase", D("12.00"), "City Gym"),
-    Line(date(2026, 10, 15), "payment", D("112.99")),
+    Line(posted_on=date(2026, 9, 3), kind="purchase", amount=D("100.00"), merchant="FreshMart"),
+    Line(posted_on=date(2026, 9, 10), kind="purchase", amount=D("12.99"), merchant="Netflix"),
+    Line(posted_on=date(2026, 10, 3), kind="purchase", amount=D("100.00"), merchant="FreshMart"),
+    Line(posted_on=date(2026, 10, 10), kind="purchase", amount=D("12.99"), merchant="Netflix"),
+    Line(posted_on=date(2026, 10, 12), kind="purchase", amount=D("12.00"), merchant="City Gym"),
+    Line(posted_on=date(2026, 10, 15), kind="payment", amount=D("112.99")),
 ]
 
 
 def period(id_: int, span: tuple[date, date], lines: list[Line], minimum: str = "25.00") -> Period:
     net = sum((signed(x.kind, x.amount) for x in lines if span[0] <= x.posted_on <= span[1]), ZERO)
-    return Period(id_, span[0], span[1], span[1] + timedelta(days=25), D(minimum), net)
+    return Period(
+        id=id_,
+        period_start=span[0],
+        period_end=span[1],
+        due_date=span[1] + timedelta(days=25),
+        minimum_due=D(minimum),
+        net=net,
+    )
 
 
 def history(

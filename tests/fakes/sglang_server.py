@@ -40,7 +40,7 @@ def tokens(text: str) -> list[str]:
     return TOKEN.findall(text)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Script:
     """What the next /generate answers."""
 
@@ -51,7 +51,7 @@ class Script:
     token_delay_s: float = 0.002
 
 
-@dataclass
+@dataclass(kw_only=True)
 class FakeSGLang:
     default: Script = field(default_factory=Script)
     scripts: deque[Script] = field(default_factory=deque)

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from app.api.app import create_app
+from app.domain.vocabulary import Channel
 from app.replay.run import replay
 from app.replay.traffic import Arrival
 from app.settings import Settings
@@ -37,7 +38,10 @@ async def test_arrivals_do_not_wait_for_responses() -> None:
     app = SlowApp()
     server = ThreadedServer(app, lifespan="off")
     try:
-        arrivals = [Arrival(i * 0.02, "bank", "api", "A-1", "why?", "en") for i in range(20)]
+        arrivals = [
+            Arrival(at=i * 0.02, tenant="bank", channel="api", account_ref="A-1", question="why?", locale="en")
+            for i in range(20)
+        ]
         started = time.perf_counter()
         samples = await replay(arrivals, server.url, {"bank": "k"})
     finally:
@@ -58,10 +62,19 @@ async def test_widget_arrivals_stream_through_a_session_token(
     fake_sglang.fake.default = Script(text=json.dumps({"answer": "Your bill is 12.00 EUR higher."}), token_delay_s=0.02)
     env = {"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "API_KEY_CACHE_TTL": "0"}
     server = ThreadedServer(create_app(Settings.from_env(env), database_url))
+    channels: list[Channel] = ["widget", "api", "widget", "batch"]
     try:
         arrivals = [
-            Arrival(i * 0.05, tenant.slug, channel, "A-1", "Why is my bill higher?", "en", "C-1001")
-            for i, channel in enumerate(["widget", "api", "widget", "batch"])
+            Arrival(
+                at=i * 0.05,
+                tenant=tenant.slug,
+                channel=channel,
+                account_ref="A-1",
+                question="Why is my bill higher?",
+                locale="en",
+                customer_ref="C-1001",
+            )
+            for i, channel in enumerate(channels)
         ]
         samples = await replay(arrivals, server.url, {tenant.slug: tenant.key})
     finally:

@@ -25,14 +25,16 @@ def render_fallback(facts: BillFacts, locale: str) -> str:
 
 
 LINES = [
-    Line(date(2026, 9, 3), "purchase", D("1100.00"), "FreshMart"),
-    Line(date(2026, 10, 3), "purchase", D("1100.00"), "FreshMart"),
-    Line(date(2026, 10, 4), "payment", D("1100.00")),
-    Line(date(2026, 10, 12), "purchase", D("12.00"), "City Gym"),
-    Line(date(2026, 10, 20), "fee", D("3.00"), None, "Foreign transaction fee"),
-    Line(date(2026, 10, 21), "refund", D("1.25"), "FreshMart"),
-    Line(date(2026, 10, 22), "interest", D("0.75")),
-    Line(date(2026, 11, 5), "payment", D("30.00")),
+    Line(posted_on=date(2026, 9, 3), kind="purchase", amount=D("1100.00"), merchant="FreshMart"),
+    Line(posted_on=date(2026, 10, 3), kind="purchase", amount=D("1100.00"), merchant="FreshMart"),
+    Line(posted_on=date(2026, 10, 4), kind="payment", amount=D("1100.00")),
+    Line(posted_on=date(2026, 10, 12), kind="purchase", amount=D("12.00"), merchant="City Gym"),
+    Line(
+        posted_on=date(2026, 10, 20), kind="fee", amount=D("3.00"), merchant=None, description="Foreign transaction fee"
+    ),
+    Line(posted_on=date(2026, 10, 21), kind="refund", amount=D("1.25"), merchant="FreshMart"),
+    Line(posted_on=date(2026, 10, 22), kind="interest", amount=D("0.75")),
+    Line(posted_on=date(2026, 11, 5), kind="payment", amount=D("30.00")),
 ]
 
 
@@ -108,8 +110,10 @@ def test_overdue_and_paid_sentences() -> None:
     unpaid = compute_facts(history(LINES[:-1], [SEP, OCT]), as_of=date(2026, 11, 26))
     assert unpaid.payment.status == "overdue"
     assert "the payment is overdue" in render_fallback(unpaid, "en")
-    paid = compute_facts(history([*LINES, Line(date(2026, 11, 6), "payment", D("1084.50"))], [SEP, OCT]),
-                         as_of=date(2026, 11, 26))  # fmt: skip
+    paid = compute_facts(
+        history([*LINES, Line(posted_on=date(2026, 11, 6), kind="payment", amount=D("1084.50"))], [SEP, OCT]),
+        as_of=date(2026, 11, 26),
+    )
     assert paid.payment.status == "paid"
     assert "paid in full" in render_fallback(paid, "en")
     assert "已全额还清" in render_fallback(paid, "zh-CN")

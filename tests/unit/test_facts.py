@@ -18,16 +18,22 @@ D = Decimal
 
 def test_hand_computed_eur_bill_change() -> None:
     lines = [
-        Line(date(2026, 9, 3), "purchase", D("100.00"), "FreshMart"),
-        Line(date(2026, 9, 10), "purchase", D("12.99"), "Netflix"),
-        Line(date(2026, 10, 3), "purchase", D("80.00"), "FreshMart"),
-        Line(date(2026, 10, 10), "purchase", D("12.99"), "Netflix"),
-        Line(date(2026, 10, 12), "purchase", D("12.00"), "City Gym"),
-        Line(date(2026, 10, 14), "payment", D("100.00")),
-        Line(date(2026, 10, 20), "fee", D("2.40"), None, "Foreign transaction fee"),
-        Line(date(2026, 10, 31), "interest", D("0.23")),
-        Line(date(2026, 10, 21), "refund", D("7.50"), "FreshMart"),
-        Line(date(2026, 10, 22), "adjustment", D("-1.00"), None, "Goodwill"),
+        Line(posted_on=date(2026, 9, 3), kind="purchase", amount=D("100.00"), merchant="FreshMart"),
+        Line(posted_on=date(2026, 9, 10), kind="purchase", amount=D("12.99"), merchant="Netflix"),
+        Line(posted_on=date(2026, 10, 3), kind="purchase", amount=D("80.00"), merchant="FreshMart"),
+        Line(posted_on=date(2026, 10, 10), kind="purchase", amount=D("12.99"), merchant="Netflix"),
+        Line(posted_on=date(2026, 10, 12), kind="purchase", amount=D("12.00"), merchant="City Gym"),
+        Line(posted_on=date(2026, 10, 14), kind="payment", amount=D("100.00")),
+        Line(
+            posted_on=date(2026, 10, 20),
+            kind="fee",
+            amount=D("2.40"),
+            merchant=None,
+            description="Foreign transaction fee",
+        ),
+        Line(posted_on=date(2026, 10, 31), kind="interest", amount=D("0.23")),
+        Line(posted_on=date(2026, 10, 21), kind="refund", amount=D("7.50"), merchant="FreshMart"),
+        Line(posted_on=date(2026, 10, 22), kind="adjustment", amount=D("-1.00"), merchant=None, description="Goodwill"),
     ]
     facts = compute_facts(history(lines, [SEP, OCT]), as_of=date(2026, 11, 1))
     # Sept: 112.99. Oct: 112.99 - 100 + 80 + 12.99 + 12 + 2.40 + 0.23 - 7.50 - 1.00 = 112.11
@@ -49,10 +55,10 @@ def test_hand_computed_eur_bill_change() -> None:
 
 def test_hand_computed_cny_bill_change() -> None:
     lines = [
-        Line(date(2026, 9, 5), "purchase", D("3280.00"), "京东"),
-        Line(date(2026, 10, 8), "payment", D("1000.00")),
-        Line(date(2026, 10, 9), "purchase", D("45.50"), "瑞幸咖啡"),
-        Line(date(2026, 10, 31), "interest", D("40.64")),
+        Line(posted_on=date(2026, 9, 5), kind="purchase", amount=D("3280.00"), merchant="京东"),
+        Line(posted_on=date(2026, 10, 8), kind="payment", amount=D("1000.00")),
+        Line(posted_on=date(2026, 10, 9), kind="purchase", amount=D("45.50"), merchant="瑞幸咖啡"),
+        Line(posted_on=date(2026, 10, 31), kind="interest", amount=D("40.64")),
     ]
     facts = compute_facts(history(lines, [SEP, OCT], currency="CNY"), as_of=date(2026, 11, 1))
     assert facts.currency == "CNY"
@@ -68,7 +74,10 @@ def test_hand_computed_cny_bill_change() -> None:
 
 
 def test_first_statement_opens_at_the_account_opening_balance() -> None:
-    lines = [Line(date(2026, 9, 5), "purchase", D("20.00"), "Shop"), Line(date(2026, 9, 6), "payment", D("5.00"))]
+    lines = [
+        Line(posted_on=date(2026, 9, 5), kind="purchase", amount=D("20.00"), merchant="Shop"),
+        Line(posted_on=date(2026, 9, 6), kind="payment", amount=D("5.00")),
+    ]
     facts = compute_facts(history(lines, [SEP], opening="-3.00"), as_of=date(2026, 10, 1))
     assert facts.previous is None
     assert facts.previous_balance == D("-3.00")
@@ -79,9 +88,13 @@ def test_first_statement_opens_at_the_account_opening_balance() -> None:
 
 def test_lines_outside_the_periods_do_not_count() -> None:
     lines = [
-        Line(date(2026, 8, 31), "purchase", D("999.00"), "Before"),  # no statement covers August
-        Line(date(2026, 10, 5), "purchase", D("10.00"), "Shop"),
-        Line(date(2026, 11, 2), "purchase", D("500.00"), "After"),  # next statement, not this one
+        Line(
+            posted_on=date(2026, 8, 31), kind="purchase", amount=D("999.00"), merchant="Before"
+        ),  # no statement covers August
+        Line(posted_on=date(2026, 10, 5), kind="purchase", amount=D("10.00"), merchant="Shop"),
+        Line(
+            posted_on=date(2026, 11, 2), kind="purchase", amount=D("500.00"), merchant="After"
+        ),  # next statement, not this one
     ]
     facts = compute_facts(history(lines, [SEP, OCT]), as_of=date(2026, 11, 3))
     assert facts.statement.new_balance == D("10.00")
@@ -102,7 +115,15 @@ def lines_in(draw: st.DrawFn, span: tuple[date, date]) -> list[Line]:
         kind = draw(st.sampled_from(["purchase", "refund", "fee", "interest", "payment", "adjustment"]))
         amount = draw(signed_amounts if kind == "adjustment" else amounts)
         day = span[0] + timedelta(days=draw(st.integers(0, (span[1] - span[0]).days)))
-        result.append(Line(day, kind, amount, draw(merchants), draw(st.sampled_from(["Late fee", "FX fee", None]))))
+        result.append(
+            Line(
+                posted_on=day,
+                kind=kind,
+                amount=amount,
+                merchant=draw(merchants),
+                description=draw(st.sampled_from(["Late fee", "FX fee", None])),
+            )
+        )
     return result
 
 

@@ -6,6 +6,7 @@ from datetime import date
 
 from app.domain.facts import compute_facts
 from app.domain.policy import TenantPolicy
+from app.domain.vocabulary import PromptLayout
 from app.prompts import render_prompt
 from tests.histories import GYM, OCT, SEP, history
 
@@ -13,7 +14,7 @@ from tests.histories import GYM, OCT, SEP, history
 def test_dynamic_layout_puts_facts_before_the_instructions() -> None:
     facts = compute_facts(history(GYM, [SEP, OCT]), date(2026, 11, 1))
 
-    def render(layout: str) -> str:
+    def render(layout: PromptLayout) -> str:
         return render_prompt(
             policy=TenantPolicy(brand="Northbridge Bank"), intent="bill_change", facts=facts,
             question="Why is my bill higher?", locale="en", chat_template="chatml", layout=layout,

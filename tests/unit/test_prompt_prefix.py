@@ -9,6 +9,7 @@ from pathlib import Path
 
 from app.domain.facts import compute_facts
 from app.domain.policy import TenantPolicy
+from app.domain.vocabulary import ChatTemplate
 from app.prompts import PROMPT_VERSION, PROMPTS_DIR, render_prompt, template_version
 from tests.histories import GYM, OCT, SEP, history
 
@@ -18,7 +19,7 @@ POLICY = TenantPolicy(brand="Northbridge Bank")
 def test_tenants_and_chat_templates_get_their_own_prefix() -> None:
     facts = compute_facts(history(GYM, [SEP, OCT]), date(2026, 11, 1))
 
-    def prefix(policy: TenantPolicy, chat: str = "chatml") -> str:
+    def prefix(policy: TenantPolicy, chat: ChatTemplate = "chatml") -> str:
         return render_prompt(
             policy=policy, intent="bill_change", facts=facts, question="?", locale="en", chat_template=chat
         ).static_prefix

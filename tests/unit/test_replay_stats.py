@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from itertools import pairwise
 
+from app.domain.vocabulary import Channel, Locale
 from app.replay.report import Slo, html_report, summarize
 from app.replay.run import Sample
 from app.replay.stats import cdf, percentile
@@ -29,8 +30,15 @@ def test_cdf_is_monotone_and_ends_at_one() -> None:
     assert len(points) <= 52
 
 
-def sample(status: int, e2e: float, ttft: float | None = None, tenant: str = "a", channel: str = "api") -> Sample:
-    return Sample(tenant, channel, status, e2e, ttft, "fallback" if status == 200 else None)
+def sample(status: int, e2e: float, ttft: float | None = None, tenant: str = "a", channel: Channel = "api") -> Sample:
+    return Sample(
+        tenant=tenant,
+        channel=channel,
+        status=status,
+        e2e_ms=e2e,
+        ttft_ms=ttft,
+        source="fallback" if status == 200 else None,
+    )
 
 
 def test_summary_goodput_and_errors() -> None:
@@ -44,13 +52,13 @@ def test_summary_goodput_and_errors() -> None:
     assert a.e2e == (100.0, 900.0, 900.0)
     assert rows[("b", "batch")].goodput == 1.0
     assert rows[("all", "all")].requests == 6
-    page = html_report({"target": (samples, list(rows.values()))}, Slo(500, 500), "t")
+    page = html_report({"target": (samples, list(rows.values()))}, Slo(ttft_ms=500, e2e_ms=500), "t")
     assert "<polyline" in page
     assert "<table>" in page
 
 
 def test_traffic_is_deterministic_mixed_and_ordered() -> None:
-    people = {
+    people: dict[str, list[tuple[str, Locale, str]]] = {
         "bank-a": [(f"A-{i}", "en", f"C-{i}") for i in range(30)],
         "bank-b": [(f"B-{i}", "zh-CN", f"D-{i}") for i in range(10)],
     }

@@ -22,8 +22,8 @@ def facts(currency: str = "EUR", as_of: date = date(2026, 11, 10), extra: list[L
 
 UNPAID = facts()
 CNY = facts("CNY")
-PAID = facts(extra=[Line(date(2026, 11, 5), "payment", D("124.99"))])
-PARTIAL = facts(extra=[Line(date(2026, 11, 5), "payment", D("50.00"))])
+PAID = facts(extra=[Line(posted_on=date(2026, 11, 5), kind="payment", amount=D("124.99"))])
+PARTIAL = facts(extra=[Line(posted_on=date(2026, 11, 5), kind="payment", amount=D("50.00"))])
 OVERDUE = facts(as_of=date(2026, 11, 30))
 
 
@@ -89,7 +89,7 @@ def test_paid_and_unpaid_swapped_is_refused_both_ways() -> None:
     assert not validate("Your statement is paid in full.", UNPAID, "en").ok
     assert validate("We have not received your payment yet.", UNPAID, "en").ok
     assert validate("We have not received your payment yet.", PAID, "en").rule == "status_contradiction"
-    paid_cny = facts("CNY", extra=[Line(date(2026, 11, 5), "payment", D("124.99"))])
+    paid_cny = facts("CNY", extra=[Line(posted_on=date(2026, 11, 5), kind="payment", amount=D("124.99"))])
     assert validate("您本期账单已还清，共还款124.99元。", paid_cny, "zh-CN").ok
     assert validate("您尚未还款。", paid_cny, "zh-CN").rule == "status_contradiction"
 
