@@ -5,6 +5,7 @@ what is known about it once the records are read (`Turn`), and the events a conv
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -69,3 +70,13 @@ class Final(msgspec.Struct, frozen=True):
 
 
 ChatEvent = Facts | Delta | Replace | Final
+
+
+async def final_answer(events: AsyncIterator[ChatEvent]) -> ExplanationResponse:
+    """A conversation's audited answer, once it has ended."""
+    answer = None
+    async for event in events:  # to the end: admission is released as the conversation completes
+        if isinstance(event, Final):
+            answer = event.answer
+    assert answer is not None, "a conversation always ends with its Final event"
+    return answer

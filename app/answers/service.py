@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.answers import cache
 from app.answers.cache import CACHEABLE_INTENTS, CacheKey
 from app.answers.generation import Outcome, answer_request, stream_model
-from app.answers.messages import Ask, ChatEvent, Delta, Facts, Final, Replace, Turn
+from app.answers.messages import Ask, ChatEvent, Delta, Facts, Final, Replace, Turn, final_answer
 from app.answers.schemas import ExplanationResponse, PaymentOut, StatementOut, TotalsOut, Usage
 from app.data.audit import AuditRow, record_answer
 from app.data.database import autocommit
@@ -40,16 +40,6 @@ from app.inference.scheduler import Hooks, Scheduler
 from app.metrics import ANSWERS, CACHED_TOKENS, COMPLETION_TOKENS, FALLBACKS, PROMPT_TOKENS, SPEC_ACCEPT_RATE
 from app.prompts import PROMPT_VERSION, render_fallback, render_prompt
 from app.settings import Settings
-
-
-async def final_answer(events: AsyncIterator[ChatEvent]) -> ExplanationResponse:
-    """A conversation's audited answer, once it has ended."""
-    answer = None
-    async for event in events:  # to the end: admission is released as the conversation completes
-        if isinstance(event, Final):
-            answer = event.answer
-    assert answer is not None, "a conversation always ends with its Final event"
-    return answer
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -21,9 +21,9 @@ from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, ServerSentEvent, ServerSentEventMessage
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.answers.messages import Ask, ChatEvent
+from app.answers.messages import Ask, ChatEvent, final_answer
 from app.answers.schemas import ExplanationRequest
-from app.answers.service import AnswerService, final_answer
+from app.answers.service import AnswerService
 from app.api.console.forms import CSRF_REFUSED, field, form_csrf_matches, provide_form, question_request
 from app.api.console.pages import EXCEPTION_HANDLERS, SECURITY_HEADERS, account_page, console_page, sign_in_page
 from app.api.console.session import (
