@@ -21,6 +21,7 @@ from app.security import (
     new_csrf_token,
     new_token,
     read_token,
+    token_matches,
     verify_password,
 )
 
@@ -114,6 +115,12 @@ def test_a_digest_is_sha256_hex_stable_and_differs_per_secret() -> None:
     assert digest("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     assert digest("ba_key") == digest("ba_key")
     assert digest("ba_key") != digest("ba_kez")
+
+
+def test_token_matches_only_the_same_token() -> None:
+    assert token_matches("metrics-secret", "metrics-secret") is True
+    for sent in ("metrics-secreT", "metrics-secret ", "metrics-secre", ""):
+        assert token_matches(sent, "metrics-secret") is False
 
 
 def test_new_tokens_are_random_url_safe_and_256_bits() -> None:
