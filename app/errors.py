@@ -32,3 +32,7 @@ class AlreadyExists(ValueError):
 
 class InvalidToken(ValueError):
     """A customer session token that this service did not sign, or that has expired."""
+
+
+class IdempotencyMismatch(ValueError):
+    """An Idempotency-Key used again with a different request body; status 422."""

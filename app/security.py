@@ -84,14 +84,21 @@ def new_token() -> str:
     return secrets.token_urlsafe(32)
 
 
-# Customer session tokens (the chat widget): signed, HMAC-SHA256 over the tenant, the customer and
-# the expiry, so reading one needs no database.
+def token_matches(sent: str, expected: str) -> bool:
+    """Whether a bearer secret is the expected one, compared in constant time."""
+    return hmac.compare_digest(sent.encode(), expected.encode())
+
+
+# Customer session tokens (the chat widget): signed, HMAC-SHA256 over the tenant, the issuing API
+# key, the customer and the expiry, so reading one needs no database (but for the key's liveness,
+# which is cached). A token without a field is not valid.
 
 _VERSION = "v1"
 
 
 class CustomerClaims(msgspec.Struct, frozen=True, kw_only=True):
     tenant_id: int
+    key_id: int  # the API key that asked for it: revoking that key ends its tokens too
     customer_ref: str
     expires: int  # Unix seconds
 
@@ -119,7 +126,10 @@ def read_token(secret: str, token: str, now: float | None = None) -> CustomerCla
     payload, _, signature = rest.partition(".")
     if version != _VERSION or not hmac.compare_digest(signature, _sign(secret, payload)):
         raise InvalidToken("the session token is not valid")
-    claims = msgspec.json.decode(_unb64url(payload), type=CustomerClaims)
+    try:
+        claims = msgspec.json.decode(_unb64url(payload), type=CustomerClaims)
+    except (msgspec.DecodeError, ValueError):  # signed by us, but before tokens named their key
+        raise InvalidToken("the session token is not valid") from None
     if claims.expires <= (time.time() if now is None else now):
         raise InvalidToken("the session has expired: ask the bank's page for a new one")
     return claims

@@ -157,6 +157,9 @@ class Settings:
     # The bank sites (origins, e.g. https://www.bank.example) whose pages may embed the chat widget
     # and call this service from the browser (CORS). Empty: same origin only.
     widget_origins: tuple[str, ...]
+    # A bearer token GET /metrics requires (Authorization: Bearer <token>). Unset: /metrics is open,
+    # for the development defaults; production must set it.
+    metrics_token: str | None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, defaults: Mapping[str, str] | None = None) -> Settings:
@@ -203,6 +206,7 @@ class Settings:
             cookie_secure=_flag(e, "COOKIE_SECURE", True),
             demo_page=_flag(e, "DEMO_PAGE", False),
             widget_origins=tuple(o.strip().rstrip("/") for o in e.get("WIDGET_ORIGINS", "").split(",") if o.strip()),
+            metrics_token=e.get("METRICS_TOKEN") or None,
         )
 
 

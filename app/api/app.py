@@ -20,7 +20,6 @@ from litestar.di import Provide
 from litestar.logging.config import StructLoggingConfig
 from litestar.openapi import OpenAPIConfig
 from litestar.plugins.jinja import JinjaTemplateEngine
-from litestar.plugins.prometheus import PrometheusController
 from litestar.plugins.structlog import StructlogConfig, StructlogPlugin
 from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
@@ -36,6 +35,7 @@ from app.api.errors import EXCEPTION_HANDLERS
 from app.api.explanations import ExplanationController
 from app.api.health import health, ready
 from app.api.jobs import JobController
+from app.api.metrics import MetricsController
 from app.api.request_log import RequestLogMiddleware
 from app.data.database import asyncpg_url
 from app.metrics import scheduler_hooks
@@ -152,7 +152,7 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
             SessionController,
             ChatController,
             ConsoleController,
-            PrometheusController,
+            MetricsController,
             create_static_files_router("/static", [WEB / "static"], include_in_schema=False),
         ],
         plugins=[SQLAlchemyPlugin(config=db), _structlog(settings)],

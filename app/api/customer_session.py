@@ -2,8 +2,9 @@
 
 The bank's backend, holding the tenant's API key, asks `POST /v1/sessions` for a short-lived token
 for one of its customers and hands it to the page. The token is signed (HMAC-SHA256 over the tenant,
-the customer and the expiry; app/security.py), so it needs no database look-up, and it can ask about
-that customer's accounts and nothing else; the page never sees an API key."""
+the API key that asked for it, the customer and the expiry; app/security.py), and it can ask about
+that customer's accounts and nothing else; the page never sees an API key. It lives no longer than
+its key: revoking the key refuses its tokens within API_KEY_CACHE_TTL, as it refuses the key."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from app.api.auth import KeyCache, provide_principal
 from app.api.request_log import request_state, stopwatch
 from app.data.customers import customer_locale
 from app.data.database import autocommit
-from app.data.tenants import Principal, principal_for
+from app.data.tenants import Principal, principal_for_key
 from app.errors import InvalidToken, NotFound
 from app.security import CustomerClaims, issue_token, read_token
 from app.settings import Settings
@@ -52,12 +53,12 @@ async def provide_customer(
         except (InvalidToken, ValueError, msgspec.DecodeError) as exc:
             message = str(exc) if isinstance(exc, InvalidToken) else "the session token is not valid"
             raise NotAuthorizedException(message, headers=_CHALLENGE) from exc
-        # The tenant's policy and limits, cached like an API key's (a token names only the tenant).
-        cache_key = f"tenant:{claims.tenant_id}"
+        # The issuing key still live, with the tenant's policy and limits: cached like an API key.
+        cache_key = f"session:{claims.tenant_id}:{claims.key_id}"
         principal = key_cache.get(cache_key)
         if principal is None:
             async with autocommit(db_engine) as conn:
-                principal = await principal_for(conn, claims.tenant_id)
+                principal = await principal_for_key(conn, claims.tenant_id, claims.key_id)
             if principal is None:
                 raise NotAuthorizedException("the session token is not valid", headers=_CHALLENGE)
             key_cache.put(cache_key, principal)
@@ -66,12 +67,17 @@ async def provide_customer(
 
 
 async def start_session(db: AsyncEngine, settings: Settings, principal: Principal, customer_ref: str) -> SessionOut:
+    """A token for one customer, issued with (and dying with) the API key principal authenticated with."""
+    if principal.key_id is None:
+        raise ValueError("a customer session is issued with an API key")
     async with autocommit(db) as conn:
         locale = await customer_locale(conn, principal.tenant_id, customer_ref)
     if locale is None:
         raise NotFound(f"customer {customer_ref!r} not found")
     expires = int(time.time() + settings.session_ttl_s)
-    claims = CustomerClaims(tenant_id=principal.tenant_id, customer_ref=customer_ref, expires=expires)
+    claims = CustomerClaims(
+        tenant_id=principal.tenant_id, key_id=principal.key_id, customer_ref=customer_ref, expires=expires
+    )
     token = issue_token(settings.session_secret, claims)
     return SessionOut(
         token=token,

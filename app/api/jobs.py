@@ -3,7 +3,8 @@
     POST /v1/explanations:batch   {"items": [{"account_ref", "question"?, "as_of"?, ...}]}  -> 202 {"job_id"}
     GET  /v1/jobs/{job_id}        progress, and per item an answer or an error with its reason
 
-With an `Idempotency-Key` header a repeated submission returns the job it made the first time. Jobs
+With an `Idempotency-Key` header a repeated submission returns the job it made the first time; the
+same key with other items is refused (422). Jobs
 live in Postgres and are answered by the batch worker at batch priority, across restarts.
 """
 
@@ -15,8 +16,9 @@ from typing import Any
 import msgspec
 from litestar import Controller, Request, get, post
 from litestar.di import NamedDependency, Provide
-from litestar.exceptions import ValidationException
+from litestar.exceptions import HTTPException, ValidationException
 from litestar.params import FromPath, JSONBody
+from litestar.status_codes import HTTP_422_UNPROCESSABLE_ENTITY
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.answers.batch import item_request
@@ -25,7 +27,7 @@ from app.api.auth import provide_principal
 from app.data.database import autocommit
 from app.data.jobs import create_job, job_view
 from app.data.tenants import Principal
-from app.errors import NotFound
+from app.errors import IdempotencyMismatch, NotFound
 
 
 class JobController(Controller):
@@ -51,7 +53,10 @@ class JobController(Controller):
                 raise ValidationException(f"items[{index}]: {exc}") from None
         payload = [{k: v for k, v in item.items() if v is not None} for item in items]
         async with db_engine.begin() as conn:
-            job_id, _ = await create_job(conn, principal.tenant_id, key, payload)
+            try:
+                job_id, _ = await create_job(conn, principal.tenant_id, key, payload)
+            except IdempotencyMismatch as exc:
+                raise HTTPException(str(exc), status_code=HTTP_422_UNPROCESSABLE_ENTITY) from None
             view = await job_view(conn, principal.tenant_id, job_id)
         assert view is not None
         return JobAccepted(job_id=str(job_id), total=view["total"], status=view["status"])

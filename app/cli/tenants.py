@@ -9,7 +9,7 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.cli.common import in_transaction, known_tenant
-from app.data.tenants import create_tenant, issue_api_key, set_limits, set_policy
+from app.data.tenants import KeyInfo, create_tenant, issue_api_key, list_keys, revoke_key, set_limits, set_policy
 from app.domain.policy import TenantPolicy
 from app.errors import AlreadyExists
 
@@ -75,6 +75,40 @@ def tenants_issue_key(slug: str, label: str) -> None:
         return await issue_api_key(conn, await known_tenant(conn, slug), label)
 
     click.echo(in_transaction(work))
+
+
+def _key_line(key: KeyInfo) -> str:
+    revoked = f"revoked {key.revoked_at:%Y-%m-%d %H:%M:%S%z}" if key.revoked_at else "live"
+    return f"{key.prefix}  {key.label or '-'}  created {key.created_at:%Y-%m-%d %H:%M:%S%z}  {revoked}"
+
+
+@tenants.command("keys")
+@click.argument("slug")
+def tenants_keys(slug: str) -> None:
+    """List a tenant's API keys: prefix, label, created, revoked (never the keys themselves)."""
+
+    async def work(conn: AsyncConnection) -> list[KeyInfo]:
+        return await list_keys(conn, await known_tenant(conn, slug))
+
+    for key in in_transaction(work):
+        click.echo(_key_line(key))
+
+
+@tenants.command("revoke-key")
+@click.argument("slug")
+@click.argument("prefix")
+def tenants_revoke_key(slug: str, prefix: str) -> None:
+    """Revoke a tenant's API key by its prefix (its first 10 characters, as `tenants keys` lists them).
+    It and the chat tokens it issued are refused within API_KEY_CACHE_TTL."""
+
+    async def work(conn: AsyncConnection) -> KeyInfo:
+        return await revoke_key(conn, await known_tenant(conn, slug), prefix)
+
+    try:
+        key = in_transaction(work)
+    except LookupError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"revoked {slug}'s API key {_key_line(key)}")
 
 
 @tenants.command("policy")

@@ -9,6 +9,8 @@ import msgspec
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.errors import IdempotencyMismatch
+
 
 class ClaimedItem(msgspec.Struct, frozen=True, kw_only=True):
     job_id: uuid.UUID
@@ -20,7 +22,8 @@ class ClaimedItem(msgspec.Struct, frozen=True, kw_only=True):
 async def create_job(
     conn: AsyncConnection, tenant_id: int, idempotency_key: str | None, items: list[dict[str, Any]]
 ) -> tuple[uuid.UUID, bool]:
-    """A new job, or the tenant's existing job with the same idempotency key; (id, created)."""
+    """A new job, or the tenant's existing job with the same idempotency key; (id, created).
+    IdempotencyMismatch when that job was asked for with other items (compared as JSON values)."""
     job_id = uuid.uuid4()
     inserted = (
         await conn.execute(
@@ -31,12 +34,23 @@ async def create_job(
             {"id": job_id, "t": tenant_id, "key": idempotency_key, "total": len(items)},
         )
     ).first()
-    if inserted is None:  # the same key again: the job it made the first time
-        existing = await conn.execute(
-            text("SELECT id FROM jobs WHERE tenant_id = :t AND idempotency_key = :key"),
-            {"t": tenant_id, "key": idempotency_key},
-        )
-        return existing.scalar_one(), False
+    if inserted is None:  # the same key again: the job it made the first time, for the same items
+        existing = (
+            await conn.execute(
+                text(
+                    "SELECT j.id, COALESCE(jsonb_agg(i.request ORDER BY i.idx)"
+                    " FILTER (WHERE i.idx IS NOT NULL), '[]') = CAST(:items AS jsonb) AS same"
+                    " FROM jobs j LEFT JOIN job_items i ON i.job_id = j.id"
+                    " WHERE j.tenant_id = :t AND j.idempotency_key = :key GROUP BY j.id"
+                ),
+                {"t": tenant_id, "key": idempotency_key, "items": msgspec.json.encode(items).decode()},
+            )
+        ).one()
+        if not existing.same:
+            raise IdempotencyMismatch(
+                f"Idempotency-Key {idempotency_key!r} was used with a different request body (job {existing.id})"
+            )
+        return existing.id, False
     await conn.execute(
         text(
             "INSERT INTO job_items (job_id, idx, tenant_id, request)"

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from litestar.testing import AsyncTestClient
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
@@ -74,10 +75,13 @@ async def test_every_item_ends_with_an_answer_or_a_reason(jobs_client: Any, bank
 async def test_a_repeated_idempotency_key_returns_the_same_job(jobs_client: Any, bank: Any, make_tenant: Any,
                                                                load: Any) -> None:  # fmt: skip
     headers = {**auth(bank), "Idempotency-Key": "nightly-2026-11-30"}
-    first = await jobs_client.post("/v1/explanations:batch", json={"items": ITEMS[:1]}, headers=headers)
-    again = await jobs_client.post("/v1/explanations:batch", json={"items": ITEMS}, headers=headers)
+    first = await jobs_client.post("/v1/explanations:batch", json={"items": ITEMS[:2]}, headers=headers)
+    # The same items, their fields in another order: the same request, so the same job.
+    reordered = [dict(reversed(item.items())) for item in ITEMS[:2]]
+    again = await jobs_client.post("/v1/explanations:batch", json={"items": reordered}, headers=headers)
+    assert (first.status_code, again.status_code) == (202, 202)
     assert first.json()["job_id"] == again.json()["job_id"]
-    assert again.json()["total"] == 1  # the first submission's job, not a new one
+    assert again.json()["total"] == 2  # the first submission's job, not a new one
     other = await make_tenant()
     await load(document(other.slug))
     theirs = await jobs_client.post(
@@ -86,6 +90,31 @@ async def test_a_repeated_idempotency_key_returns_the_same_job(jobs_client: Any,
         headers={**auth(other), "Idempotency-Key": "nightly-2026-11-30"},
     )
     assert theirs.json()["job_id"] != first.json()["job_id"]  # keys are per tenant
+
+
+@pytest.mark.parametrize(
+    "items",
+    [ITEMS, ITEMS[:1], [ITEMS[1], ITEMS[0]], [ITEMS[0], {**ITEMS[1], "as_of": "2026-11-11"}]],
+    ids=["more", "fewer", "reordered", "changed"],
+)
+async def test_an_idempotency_key_reused_with_another_body_is_refused(
+    jobs_client: Any, bank: Any, engine: AsyncEngine, items: list[dict[str, Any]]
+) -> None:
+    headers = {**auth(bank), "Idempotency-Key": f"reused-{uuid.uuid4()}"}
+    first = await jobs_client.post("/v1/explanations:batch", json={"items": ITEMS[:2]}, headers=headers)
+    assert first.status_code == 202
+    async with engine.connect() as conn:
+        jobs_before = (await conn.execute(text("SELECT count(*) FROM jobs"))).scalar_one()
+    r = await jobs_client.post("/v1/explanations:batch", json={"items": items}, headers=headers)
+    assert r.status_code == 422
+    assert r.json() == {
+        "status": 422,
+        "error": "unprocessable",
+        "message": f"Idempotency-Key {headers['Idempotency-Key']!r} was used with a different request body"
+        f" (job {first.json()['job_id']})",
+    }
+    async with engine.connect() as conn:
+        assert (await conn.execute(text("SELECT count(*) FROM jobs"))).scalar_one() == jobs_before
 
 
 async def test_jobs_are_tenant_scoped(jobs_client: Any, bank: Any, make_tenant: Any) -> None:

@@ -21,7 +21,7 @@ from app.answers.messages import Ask
 from app.answers.schemas import ExplanationRequest
 from app.answers.service import AnswerService
 from app.api.app import create_app
-from app.data.tenants import principal_for, set_limits
+from app.data.tenants import issue_api_key, principal_for, revoke_key, set_limits
 from app.inference.scheduler import Scheduler
 from app.security import CustomerClaims, issue_token, read_token
 from app.settings import Settings
@@ -159,16 +159,44 @@ async def test_a_token_reads_its_own_customers_accounts_only(
 
 async def test_expired_and_forged_tokens_are_refused(chat_client: Any, bank: Any) -> None:
     expired = issue_token(
-        SECRET, CustomerClaims(tenant_id=bank.id, customer_ref="C-1001", expires=int(time.time()) - 1)
+        SECRET, CustomerClaims(tenant_id=bank.id, key_id=1, customer_ref="C-1001", expires=int(time.time()) - 1)
     )
     r = await ask(chat_client, expired)
     assert r.status_code == 401
     assert "expired" in r.json()["message"]
     forged = issue_token(
-        "guessed", CustomerClaims(tenant_id=bank.id, customer_ref="C-1001", expires=int(time.time()) + 60)
+        "guessed", CustomerClaims(tenant_id=bank.id, key_id=1, customer_ref="C-1001", expires=int(time.time()) + 60)
     )
     assert (await ask(chat_client, forged)).status_code == 401
     assert (await ask(chat_client, "not-a-token")).status_code == 401
+
+
+async def accounts(client: Any, token: str) -> Any:
+    return await client.get("/v1/chat/accounts", headers={"Authorization": f"Bearer {token}"})
+
+
+async def test_a_token_dies_with_the_key_that_issued_it(chat_client: Any, bank: Any, engine: AsyncEngine) -> None:
+    async with engine.begin() as conn:
+        other_key = await issue_api_key(conn, bank.id, "other")
+    token = await token_for(chat_client, bank.key)
+    other = await token_for(chat_client, other_key)
+    assert read_token(SECRET, token).key_id != read_token(SECRET, other).key_id
+    assert (await accounts(chat_client, token)).status_code == 200
+
+    async with engine.begin() as conn:
+        await revoke_key(conn, bank.id, bank.key[:10])  # API_KEY_CACHE_TTL=0: refused at once
+    r = await accounts(chat_client, token)
+    assert r.status_code == 401
+    assert r.json() == {"status": 401, "error": "unauthorized", "message": "the session token is not valid"}
+    assert r.headers["www-authenticate"] == 'Bearer realm="bill-assistant-chat"'
+    # The key is refused too, and the tenant's other key and its tokens are not touched.
+    assert (await token_for_status(chat_client, bank.key)) == 401
+    assert [a["account_ref"] for a in (await accounts(chat_client, other)).json()] == ["A-1"]
+
+
+async def token_for_status(client: Any, key: str) -> int:
+    r = await client.post("/v1/sessions", json={"customer_ref": "C-1001"}, headers={"Authorization": f"Bearer {key}"})
+    return int(r.status_code)
 
 
 async def test_a_validated_model_answer_streams_in_pieces(

@@ -10,11 +10,13 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from litestar.testing import TestClient
 
+from app.api.app import create_app
 from app.cli import main
 from app.data.database import create_engine
 from app.data.tenants import authenticate
-from app.settings import get_settings
+from app.settings import Settings, get_settings
 from tests.factories import document
 
 
@@ -97,3 +99,46 @@ def test_tenant_limits_are_shown_and_changed(cli: Any) -> None:
     }  # fmt: skip
     assert cli("tenants", "set", "limits-bank", "--weight", "0").exit_code == 2  # refused before the database
     assert cli("tenants", "set", "nobody", "--weight", "2").exit_code == 1
+
+
+def test_a_revoked_key_is_refused(cli: Any, database_url: str) -> None:
+    created = cli("tenants", "create", "revoke-bank", "--name", "Revoke Bank")
+    assert created.exit_code == 0, created.output
+    key = created.output.strip().splitlines()[-1]
+    other = cli("tenants", "issue-key", "revoke-bank", "--label", "spare").output.strip().splitlines()[-1]
+    app = create_app(Settings.from_env({"ENGINE": "off", "API_KEY_CACHE_TTL": "0"}), database_url)
+    with TestClient(app=app) as client:
+
+        def status(api_key: str) -> int:
+            r = client.post(
+                "/v1/sessions", json={"customer_ref": "C-1"}, headers={"Authorization": f"Bearer {api_key}"}
+            )
+            return int(r.status_code)
+
+        assert (status(key), status(other)) == (404, 404)  # authenticated; the bank has no customers yet
+
+        listed = cli("tenants", "keys", "revoke-bank")
+        assert listed.exit_code == 0, listed.output
+        lines = listed.output.strip().splitlines()
+        assert [line.split("  ")[:2] for line in lines] == [[key[:10], "initial"], [other[:10], "spare"]]
+        assert [line.endswith("live") for line in lines] == [True, True]
+
+        revoked = cli("tenants", "revoke-key", "revoke-bank", key[:10])
+        assert revoked.exit_code == 0, revoked.output
+        assert revoked.output.startswith(f"revoked revoke-bank's API key {key[:10]}  initial  created ")
+        assert " revoked " in revoked.output
+        assert (status(key), status(other)) == (401, 404)
+        assert _authenticate(database_url, key) is None
+
+        again = cli("tenants", "revoke-key", "revoke-bank", key[:10])
+        assert (again.exit_code, again.output) == (1, f"Error: the API key {key[:10]!r} is already revoked\n")
+        unknown = cli("tenants", "revoke-key", "revoke-bank", "ba_nothing")
+        assert (unknown.exit_code, unknown.output) == (
+            1,
+            "Error: the tenant has no API key with prefix 'ba_nothing'\n",
+        )
+        nobody = cli("tenants", "revoke-key", "nobody", key[:10])
+        assert (nobody.exit_code, nobody.output) == (1, "Error: unknown tenant 'nobody'\n")
+        assert (
+            cli("tenants", "keys", "revoke-bank").output.strip().splitlines()[0].split("  ")[-1].startswith("revoked ")
+        )

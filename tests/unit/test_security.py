@@ -21,6 +21,7 @@ from app.security import (
     new_csrf_token,
     new_token,
     read_token,
+    token_matches,
     verify_password,
 )
 
@@ -28,14 +29,19 @@ PASSWORD = "correct horse battery staple"
 # Written by app/data/agents.py before app/security.py existed: such hashes are in databases now.
 OLD_HASH = "scrypt$16384$8$5$Sc2gbE7tJnHoWjUszeEBNw==$xHiyyuP5Qig8VPkry3nVhSPaMInzlhZyHoWesDI0Pkg="
 SECRET = "test-secret"
-CLAIMS = CustomerClaims(tenant_id=7, customer_ref="C-1", expires=2_000_000_000)
-# CLAIMS signed with SECRET by app/api/customer_session.py before app/security.py existed.
+CLAIMS = CustomerClaims(tenant_id=7, key_id=3, customer_ref="C-1", expires=2_000_000_000)
+# CLAIMS signed with SECRET.
+TOKEN = (
+    "v1.eyJ0ZW5hbnRfaWQiOjcsImtleV9pZCI6MywiY3VzdG9tZXJfcmVmIjoiQy0xIiwiZXhwaXJlcyI6MjAwMDAwMDAwMH0"
+    ".ruMjbwhjieb-X_XS2FYZHEzXAAqp8-sROjPuZdAJkKc"
+)
+# The same claims without the key, signed with SECRET before tokens named the key that issued them.
 OLD_TOKEN = (
     "v1.eyJ0ZW5hbnRfaWQiOjcsImN1c3RvbWVyX3JlZiI6IkMtMSIsImV4cGlyZXMiOjIwMDAwMDAwMDB9"
     ".0aliDpAXeIqRuPtsX3FJtXFdy3BXIH4cZ_1a6xwXlMU"
 )
-# The same claims for tenant 8, signed with SECRET: a valid payload of its own.
-OTHER_PAYLOAD = "eyJ0ZW5hbnRfaWQiOjgsImN1c3RvbWVyX3JlZiI6IkMtMSIsImV4cGlyZXMiOjIwMDAwMDAwMDB9"
+# The same claims for tenant 8: a valid payload of its own.
+OTHER_PAYLOAD = "eyJ0ZW5hbnRfaWQiOjgsImtleV9pZCI6MywiY3VzdG9tZXJfcmVmIjoiQy0xIiwiZXhwaXJlcyI6MjAwMDAwMDAwMH0"
 NOT_VALID = "the session token is not valid"
 EXPIRED = "the session has expired: ask the bank's page for a new one"
 
@@ -111,6 +117,12 @@ def test_a_digest_is_sha256_hex_stable_and_differs_per_secret() -> None:
     assert digest("ba_key") != digest("ba_kez")
 
 
+def test_token_matches_only_the_same_token() -> None:
+    assert token_matches("metrics-secret", "metrics-secret") is True
+    for sent in ("metrics-secreT", "metrics-secret ", "metrics-secre", ""):
+        assert token_matches(sent, "metrics-secret") is False
+
+
 def test_new_tokens_are_random_url_safe_and_256_bits() -> None:
     first, second = new_token(), new_token()
     assert first != second
@@ -120,18 +132,23 @@ def test_new_tokens_are_random_url_safe_and_256_bits() -> None:
 
 def test_a_token_reads_back_its_claims_until_it_expires() -> None:
     token = issue_token(SECRET, CLAIMS)
-    assert token == OLD_TOKEN  # the format is unchanged: tokens already handed out stay valid
+    assert token == TOKEN  # the format is stable: tokens handed out stay valid across releases
     assert read_token(SECRET, token, now=CLAIMS.expires - 1) == CLAIMS
 
 
+def test_a_token_without_its_key_is_refused() -> None:
+    with pytest.raises(InvalidToken, match=f"^{NOT_VALID}$"):
+        read_token(SECRET, OLD_TOKEN, now=0)  # correctly signed, but it names no API key
+
+
 def test_a_token_with_another_payload_is_refused() -> None:
-    version, _payload, signature = OLD_TOKEN.split(".")
+    version, _payload, signature = TOKEN.split(".")
     with pytest.raises(InvalidToken, match=f"^{NOT_VALID}$"):
         read_token(SECRET, f"{version}.{OTHER_PAYLOAD}.{signature}", now=0)  # another tenant, the old signature
 
 
 def test_a_token_with_another_signature_or_version_is_refused() -> None:
-    version, payload, signature = OLD_TOKEN.split(".")
+    version, payload, signature = TOKEN.split(".")
     changed = signature[:-1] + ("A" if signature[-1] != "A" else "B")
     for token in (f"{version}.{payload}.{changed}", f"v2.{payload}.{signature}", f"{version}.{payload}", ""):
         with pytest.raises(InvalidToken, match=f"^{NOT_VALID}$"):
@@ -140,12 +157,12 @@ def test_a_token_with_another_signature_or_version_is_refused() -> None:
 
 def test_a_token_signed_with_another_secret_is_refused() -> None:
     with pytest.raises(InvalidToken, match=f"^{NOT_VALID}$"):
-        read_token("another-secret", OLD_TOKEN, now=0)
+        read_token("another-secret", TOKEN, now=0)
 
 
 def test_an_expired_token_is_refused_with_the_reason() -> None:
     with pytest.raises(InvalidToken) as refused:
-        read_token(SECRET, OLD_TOKEN, now=CLAIMS.expires)
+        read_token(SECRET, TOKEN, now=CLAIMS.expires)
     assert str(refused.value) == EXPIRED
 
 

@@ -52,6 +52,7 @@ def test_defaults() -> None:
         cookie_secure=True,
         demo_page=False,
         widget_origins=(),
+        metrics_token=None,
     )
 
 
