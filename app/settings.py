@@ -150,6 +150,15 @@ class Settings:
     # Lifetime of a customer session token and of an agent's console session.
     session_ttl_s: float
     console_session_ttl_s: float
+    # Console sign-in throttling (app/data/signin.py; OWASP: back-off rather than a hard lockout).
+    # Per account: this many wrong passwords in a row, then one try per back-off window, which
+    # doubles from signin_backoff_s with each further failure up to signin_backoff_max_s.
+    signin_max_failures: int
+    signin_backoff_s: float
+    signin_backoff_max_s: float
+    # Per client address: at most this many failed sign-ins (password hash checks) per window.
+    signin_client_attempts: int
+    signin_client_window_s: float
     # Console cookies only over HTTPS (turn off for plain-HTTP development and tests).
     cookie_secure: bool
     # Serve /demo: a demo bank page embedding the chat widget for a demo customer (demo mode only).
@@ -203,6 +212,11 @@ class Settings:
             session_secret=e.get("SESSION_SECRET") or secrets.token_urlsafe(32),
             session_ttl_s=_float(e, "SESSION_TTL_S", 900),
             console_session_ttl_s=_float(e, "CONSOLE_SESSION_TTL_S", 28800),
+            signin_max_failures=_int(e, "SIGNIN_MAX_FAILURES", 5, minimum=1),
+            signin_backoff_s=_float(e, "SIGNIN_BACKOFF_S", 60),
+            signin_backoff_max_s=_float(e, "SIGNIN_BACKOFF_MAX_S", 900),
+            signin_client_attempts=_int(e, "SIGNIN_CLIENT_ATTEMPTS", 20, minimum=1),
+            signin_client_window_s=_float(e, "SIGNIN_CLIENT_WINDOW_S", 60),
             cookie_secure=_flag(e, "COOKIE_SECURE", True),
             demo_page=_flag(e, "DEMO_PAGE", False),
             widget_origins=tuple(o.strip().rstrip("/") for o in e.get("WIDGET_ORIGINS", "").split(",") if o.strip()),

@@ -1,5 +1,6 @@
-"""Console agents: sign-in (scrypt password hashes, app/security.py), and sessions kept as digests of
-their cookie tokens."""
+"""Console agents: sign-in (scrypt password hashes, app/security.py, throttled per account and per
+client with an exponential back-off, app/data/signin.py), and sessions kept as digests of their
+cookie tokens."""
 
 from __future__ import annotations
 
@@ -7,19 +8,17 @@ import asyncio
 from datetime import timedelta
 
 import msgspec
-from sqlalchemy import case, delete, func, insert, select, text, update
+from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data.models import Agent, AgentSession, Tenant
+from app.data.signin import SigninLimits, account_key, client_key, forget, reserve, succeeded
 from app.errors import AlreadyExists
 from app.security import check_password, digest, hash_password, new_token
 
 MIN_PASSWORD_LENGTH = 12
-# Password guessing: after this many wrong passwords in a row an agent cannot sign in for a while,
-# whatever it types (the answer stays the same, so the lock does not reveal that the user exists).
-MAX_FAILED_LOGINS = 5
-LOCKOUT = timedelta(minutes=15)
+DEFAULT_LIMITS = SigninLimits()
 
 
 class Identity(msgspec.Struct, frozen=True, kw_only=True):
@@ -71,9 +70,11 @@ async def reset_agent(conn: AsyncConnection, tenant: int, username: str, display
     await conn.execute(
         statement.on_conflict_do_update(
             index_elements=[Agent.tenant_id, Agent.username],
-            set_={"password_hash": password_hash, "disabled_at": None, "failed_logins": 0, "locked_until": None},
+            set_={"password_hash": password_hash, "disabled_at": None},
         )
     )
+    tenant_slug = (await conn.execute(select(Tenant.slug).where(Tenant.id == tenant))).scalar_one()
+    await forget(conn, account_key(tenant_slug, username))  # and no back-off left from before
 
 
 async def disable_agent(conn: AsyncConnection, tenant: int, username: str) -> bool:
@@ -92,9 +93,23 @@ async def disable_agent(conn: AsyncConnection, tenant: int, username: str) -> bo
     return True
 
 
-async def authenticate(conn: AsyncConnection, tenant_slug: str, username: str, password: str) -> Identity | None:
-    """The agent, if the password is right, it is enabled and not locked out. An unknown tenant or
-    username costs the same hash as a known one, so response times do not tell which usernames exist."""
+async def authenticate(
+    conn: AsyncConnection,
+    tenant_slug: str,
+    username: str,
+    password: str,
+    *,
+    client: str | None = None,
+    limits: SigninLimits = DEFAULT_LIMITS,
+) -> Identity | None:
+    """The agent, if the password is right and it is enabled; None otherwise, and while the account or
+    the client (its address; None: not over HTTP) is throttled (app/data/signin.py), without checking
+    the password then. An unknown tenant or username costs the same hash (and is throttled the same
+    way) as a known one, so neither response times nor refusals tell which usernames exist."""
+    account = account_key(tenant_slug, username)
+    client = client_key(client) if client is not None else None
+    if not await reserve(conn, limits, account, client):
+        return None
     row = (
         await conn.execute(
             select(
@@ -103,7 +118,6 @@ async def authenticate(conn: AsyncConnection, tenant_slug: str, username: str, p
                 Agent.display_name,
                 Agent.password_hash,
                 Agent.disabled_at,
-                (func.coalesce(Agent.locked_until, func.now()) > func.now()).label("locked"),
                 Tenant.id.label("tenant_id"),
                 Tenant.slug,
                 Tenant.name,
@@ -113,13 +127,9 @@ async def authenticate(conn: AsyncConnection, tenant_slug: str, username: str, p
         )
     ).first()
     valid = await asyncio.to_thread(check_password, password, row.password_hash if row is not None else None)
-    if row is None:
-        return None
-    if row.locked or not valid or row.disabled_at is not None:
-        if not row.locked and not valid:
-            await _count_failure(conn, row.agent_id)
-        return None
-    await conn.execute(update(Agent).where(Agent.id == row.agent_id, Agent.failed_logins > 0).values(failed_logins=0))
+    if row is None or not valid or row.disabled_at is not None:
+        return None  # the reserved attempt stays counted as a failure
+    await succeeded(conn, account, client)
     return Identity(
         agent_id=row.agent_id,
         username=row.username,
@@ -127,18 +137,6 @@ async def authenticate(conn: AsyncConnection, tenant_slug: str, username: str, p
         tenant_id=row.tenant_id,
         tenant_slug=row.slug,
         tenant_name=row.name,
-    )
-
-
-async def _count_failure(conn: AsyncConnection, agent_id: int) -> None:
-    failed = Agent.failed_logins + 1
-    await conn.execute(
-        update(Agent)
-        .where(Agent.id == agent_id)
-        .values(
-            failed_logins=case((failed >= MAX_FAILED_LOGINS, 0), else_=failed),
-            locked_until=case((failed >= MAX_FAILED_LOGINS, func.now() + LOCKOUT), else_=Agent.locked_until),
-        )
     )
 
 

@@ -289,9 +289,19 @@ class Agent(Base):
     password_hash: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = _created_at()
     disabled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    # Failed sign-ins in a row; past the limit, sign-ins are refused until locked_until (app/data/agents.py).
-    failed_logins: Mapped[int] = mapped_column(server_default=text("0"))
-    locked_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class SigninThrottle(Base):
+    """Console sign-in throttling, shared by every replica (app/data/signin.py). 'account:<digest>'
+    rows count an account's wrong passwords in a row and hold its back-off window (until); 'client:<address>'
+    rows count a client's failed sign-ins in the fixed window that ends at until."""
+
+    __tablename__ = "signin_throttle"
+
+    key: Mapped[str] = mapped_column(String(100), primary_key=True)
+    failures: Mapped[int] = mapped_column(server_default=text("0"))
+    until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
 class AgentSession(Base):

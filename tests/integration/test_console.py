@@ -24,9 +24,10 @@ from app.api.app import create_app
 from app.api.console.views import statement_view
 from app.api.waterfall import STAGES
 from app.cli import DEMO_AGENT, demo_agents, main
-from app.data.agents import MAX_FAILED_LOGINS, Identity, authenticate, create_agent, disable_agent
+from app.data.agents import Identity, authenticate, create_agent, disable_agent
 from app.data.database import autocommit, create_engine
 from app.data.history import load_history
+from app.data.signin import account_key
 from app.data.tenants import create_tenant, set_limits
 from app.demo import TENANTS
 from app.domain.facts import compute_facts
@@ -67,7 +68,9 @@ async def other_bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Bank:
 
 
 def _settings(**extra: str) -> Settings:
-    return Settings.from_env({"ENGINE": "off", "COOKIE_SECURE": "0", "BATCH_WORKER": "0", **extra})
+    # Every test client here has the same address: its per-client throttle is tested in test_console_signin.py.
+    env = {"ENGINE": "off", "COOKIE_SECURE": "0", "BATCH_WORKER": "0", "SIGNIN_CLIENT_ATTEMPTS": "100000"}
+    return Settings.from_env(env | extra)
 
 
 @pytest.fixture
@@ -198,22 +201,25 @@ async def test_a_wrong_password_an_unknown_user_and_a_disabled_agent_all_get_the
     assert (await console.get("/console", follow_redirects=False)).status_code == 303
 
 
-async def test_repeated_wrong_passwords_lock_the_agent_out_for_a_while(
+async def test_repeated_wrong_passwords_hold_the_agent_back_for_a_while(
     console: Client, bank: Bank, engine: AsyncEngine
 ) -> None:
-    for _ in range(MAX_FAILED_LOGINS):
+    for _ in range(5):  # SIGNIN_MAX_FAILURES
         assert (await sign_in(console, bank, password="guess-guess-guess")).status_code == 401
-    locked = await sign_in(console, bank)  # the right password, too late: the same answer as a wrong one
-    assert locked.status_code == 401
-    assert "Sign-in failed: the bank, username and password do not match an active agent." in locked.text
+    held = await sign_in(console, bank)  # the right password, too soon: the same answer as a wrong one
+    assert held.status_code == 401
+    assert "Sign-in failed: the bank, username and password do not match an active agent." in held.text
+    key = account_key(bank.slug, bank.username)
     async with engine.begin() as conn:
-        row = await conn.execute(text("SELECT locked_until > now() FROM agents WHERE tenant_id = :t"), {"t": bank.id})
-        assert row.scalar_one() is True
-        # The lock lapses (here: moved into the past) and the right password works again.
-        await conn.execute(text("UPDATE agents SET locked_until = now() - interval '1 s' WHERE tenant_id = :t"),
-                           {"t": bank.id})  # fmt: skip
+        row = await conn.execute(text("SELECT failures, until - updated_at FROM signin_throttle WHERE key = :k"),
+                                 {"k": key})  # fmt: skip
+        failures, window = row.one()
+        assert (failures, window.total_seconds()) == (5, 60.0)  # SIGNIN_BACKOFF_S
+        # The window lapses (here: moved into the past) and the right password works again.
+        await conn.execute(text("UPDATE signin_throttle SET until = now() - interval '1 s' WHERE key = :k"),
+                           {"k": key})  # fmt: skip
     assert (await sign_in(console, bank)).status_code == 303
-    # A success clears the count: the next wrong password does not lock again at once.
+    # A success clears the count: the next wrong password does not hold the agent back at once.
     with other_cookies(console):
         assert (await sign_in(console, bank, password="guess-guess-guess")).status_code == 401
         assert (await sign_in(console, bank)).status_code == 303

@@ -43,10 +43,21 @@ from app.data.agents import ConsoleSession, authenticate, end_session, start_ses
 from app.data.audit import find_answer
 from app.data.database import autocommit
 from app.data.directory import SEARCH_LIMIT, CustomerMatch, search_customers
+from app.data.signin import SigninLimits
 from app.errors import NotFound
 from app.settings import Settings
 
 WRONG_LOGIN = "Sign-in failed: the bank, username and password do not match an active agent."
+
+
+def signin_limits(settings: Settings) -> SigninLimits:
+    return SigninLimits(
+        max_failures=settings.signin_max_failures,
+        backoff_s=settings.signin_backoff_s,
+        backoff_max_s=settings.signin_backoff_max_s,
+        client_attempts=settings.signin_client_attempts,
+        client_window_s=settings.signin_client_window_s,
+    )
 
 
 async def _conversation(
@@ -103,7 +114,14 @@ class ConsoleController(Controller):
         if not form_csrf_matches(form, request.cookies.get(LOGIN_CSRF_COOKIE)):
             return sign_in_page(settings, status=403, error=CSRF_REFUSED, tenant=tenant, username=username)
         async with autocommit(db_engine) as conn:
-            identity = await authenticate(conn, tenant, username, field(form, "password"))
+            identity = await authenticate(
+                conn,
+                tenant,
+                username,
+                field(form, "password"),
+                client=request.client.host if request.client is not None else "unknown",
+                limits=signin_limits(settings),
+            )
             if identity is None:
                 return sign_in_page(settings, status=401, error=WRONG_LOGIN, tenant=tenant, username=username)
             token, _ = await start_session(conn, identity.agent_id, settings.console_session_ttl_s)
