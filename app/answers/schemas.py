@@ -15,11 +15,16 @@ from app.domain.vocabulary import Intent, Locale, Source
 # Any C0/C1 control character except tab and newline, which a multi-line question may hold.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
+# A customer's or an account's ref: no control character at all (Postgres cannot even hold NUL in
+# text). Anchored with \A and \Z: `$` would also match before a final newline.
+REF_PATTERN = r"\A[^\x00-\x1f\x7f-\x9f]+\Z"
+Ref = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=REF_PATTERN)]
+
 
 class ChatRequest(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     """A question about one account's latest statement (the chat widget asks only this)."""
 
-    account_ref: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    account_ref: Ref
     question: Annotated[str, msgspec.Meta(min_length=1, max_length=1000)]
     as_of: date | None = None
     locale: Locale | None = None
@@ -82,7 +87,7 @@ class ExplanationResponse(msgspec.Struct, frozen=True, omit_defaults=True, kw_on
 
 
 class BatchItem(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
-    account_ref: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    account_ref: Ref
     question: Annotated[str, msgspec.Meta(min_length=1, max_length=1000)] | None = None  # default: the bill change
     statement_period_end: date | None = None
     as_of: date | None = None
@@ -100,7 +105,7 @@ class JobAccepted(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class SessionRequest(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
-    customer_ref: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    customer_ref: Ref
 
 
 class SessionOut(msgspec.Struct, frozen=True, kw_only=True):

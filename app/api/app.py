@@ -27,6 +27,7 @@ from litestar.template.config import TemplateConfig
 from app.answers.batch import BatchWorker
 from app.answers.service import AnswerService
 from app.api.auth import KeyCache
+from app.api.body import MAX_BODY_BYTES
 from app.api.chat import ChatController
 from app.api.console.routes import ConsoleController
 from app.api.customer_session import SessionController
@@ -164,6 +165,7 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
         },
         state=State({"settings": settings, "db_config": db}),
         middleware=[RequestLogMiddleware()],
+        request_max_body_size=MAX_BODY_BYTES,  # larger bodies: 413
         cors_config=cors if settings.widget_origins else None,
         on_startup=[load_templates, _start_batch_worker, _freeze_startup_objects],
         on_shutdown=[_shutdown],

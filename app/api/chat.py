@@ -15,6 +15,7 @@ from litestar.response import ServerSentEvent
 from app.answers.messages import Ask
 from app.answers.schemas import ChatRequest, ExplanationRequest
 from app.answers.service import AnswerService
+from app.api.body import json_body
 from app.api.customer_session import Customer, provide_customer
 from app.api.event_stream import event_stream
 from app.api.request_log import request_state, stopwatch
@@ -27,7 +28,12 @@ class ChatController(Controller):
     tags = ["chat"]  # noqa: RUF012
     dependencies = {"customer": Provide(provide_customer)}  # noqa: RUF012
 
-    @post("", status_code=200, summary="Ask about one of the customer's accounts; the answer streams as events")
+    @post(
+        "",
+        status_code=200,
+        guards=[json_body],
+        summary="Ask about one of the customer's accounts; the answer streams as events",
+    )
     async def ask(
         self,
         request: Request,  # type: ignore[type-arg]

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.answers.schemas import SessionOut, SessionRequest
 from app.api.auth import KeyCache, provide_principal
+from app.api.body import json_body
 from app.api.request_log import request_state, stopwatch
 from app.data.customers import customer_locale
 from app.data.database import autocommit
@@ -92,7 +93,12 @@ class SessionController(Controller):
     tags = ["chat"]  # noqa: RUF012
     dependencies = {"principal": Provide(provide_principal)}  # noqa: RUF012
 
-    @post("", status_code=201, summary="A short-lived chat token for one customer (called by the bank's backend)")
+    @post(
+        "",
+        status_code=201,
+        guards=[json_body],
+        summary="A short-lived chat token for one customer (called by the bank's backend)",
+    )
     async def create(
         self,
         data: JSONBody[SessionRequest],

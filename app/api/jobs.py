@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.answers.batch import item_request
 from app.answers.schemas import BatchRequest, JobAccepted
 from app.api.auth import provide_principal
+from app.api.body import json_body
 from app.data.database import autocommit
 from app.data.jobs import create_job, job_view
 from app.data.tenants import Principal
@@ -34,7 +35,12 @@ class JobController(Controller):
     tags = ["batch"]  # noqa: RUF012
     dependencies = {"principal": Provide(provide_principal)}  # noqa: RUF012
 
-    @post("/v1/explanations:batch", status_code=202, summary="Submit up to 1,000 explanations as one job")
+    @post(
+        "/v1/explanations:batch",
+        status_code=202,
+        guards=[json_body],
+        summary="Submit up to 1,000 explanations as one job",
+    )
     async def submit(
         self,
         request: Request,  # type: ignore[type-arg]

@@ -3,6 +3,11 @@
 A file is checked whole before anything is written and written in one transaction, so a bad file
 changes nothing. Rows are matched by ref (statements by account and period end): importing the same
 file again changes nothing, and a corrected row is updated in place.
+
+What a file may hold, beyond its shape: dates from 1970-01-01 to 2099-12-31 (Postgres would keep
+0001-01-01 or 9999-12-31 as -infinity/infinity, which no query can read back as a date); refs and
+amounts without surrounding whitespace; no control character (NUL, line breaks, tabs, ...) in any
+text. Every rejection names the field's JSON path.
 """
 
 from __future__ import annotations
@@ -24,9 +29,15 @@ from app.data.tenants import tenant_id as find_tenant
 from app.domain.vocabulary import Locale, TransactionKind
 from app.errors import ImportRejected
 
-Ref = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[^\x00-\x1f\x7f]+$")]
-Amount = Annotated[str, msgspec.Meta(pattern=r"^-?[0-9]{1,12}(\.[0-9]{1,2})?$")]
-Text200 = Annotated[str, msgspec.Meta(max_length=200)]
+# Anchored with \A and \Z: `$` also matches before a final newline.
+_NO_CONTROL = r"\A[^\x00-\x1f\x7f-\x9f]*\Z"  # Postgres cannot hold NUL; no text here spans lines
+_EDGE = r"[^\s\x00-\x1f\x7f-\x9f]"  # a ref's first and last character: not blank, not a control
+Ref = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=rf"\A{_EDGE}([^\x00-\x1f\x7f-\x9f]*{_EDGE})?\Z")]
+Amount = Annotated[str, msgspec.Meta(pattern=r"\A-?[0-9]{1,12}(\.[0-9]{1,2})?\Z")]
+Text200 = Annotated[str, msgspec.Meta(max_length=200, pattern=_NO_CONTROL)]
+
+# The dates a file may hold (see the module's docstring).
+FIRST_DATE, LAST_DATE = date(1970, 1, 1), date(2099, 12, 31)
 
 
 class TransactionIn(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -35,8 +46,8 @@ class TransactionIn(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     kind: TransactionKind
     amount: Amount
     merchant: Text200 | None = None
-    category: Annotated[str, msgspec.Meta(max_length=64)] | None = None
-    description: Annotated[str, msgspec.Meta(max_length=500)] | None = None
+    category: Annotated[str, msgspec.Meta(max_length=64, pattern=_NO_CONTROL)] | None = None
+    description: Annotated[str, msgspec.Meta(max_length=500, pattern=_NO_CONTROL)] | None = None
 
 
 class StatementIn(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -48,9 +59,9 @@ class StatementIn(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_on
 
 class AccountIn(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     ref: Ref
-    kind: Annotated[str, msgspec.Meta(min_length=1, max_length=32)]
-    currency: Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{3}$")]
-    masked_number: Annotated[str, msgspec.Meta(max_length=32)]
+    kind: Annotated[str, msgspec.Meta(min_length=1, max_length=32, pattern=_NO_CONTROL)]
+    currency: Annotated[str, msgspec.Meta(pattern=r"\A[A-Z]{3}\Z")]
+    masked_number: Annotated[str, msgspec.Meta(max_length=32, pattern=_NO_CONTROL)]
     opening_balance: Amount
     statements: list[StatementIn] = []
     transactions: list[TransactionIn] = []
@@ -58,13 +69,13 @@ class AccountIn(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
 
 class CustomerIn(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     ref: Ref
-    name: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=_NO_CONTROL)]
     locale: Locale
     accounts: list[AccountIn] = []
 
 
 class ImportFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
-    tenant: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    tenant: Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=_NO_CONTROL)]
     customers: list[CustomerIn]
 
 
@@ -117,8 +128,15 @@ def _check(doc: ImportFile) -> None:
             _check_transactions(account.transactions, at)
 
 
+def _check_date(value: date, at: str) -> None:
+    if not FIRST_DATE <= value <= LAST_DATE:
+        raise ImportRejected(f"date {value} is outside {FIRST_DATE}..{LAST_DATE} - at `{at}`")
+
+
 def _check_statements(statements: Sequence[StatementIn], at: str) -> None:
     for si, st in enumerate(statements):
+        for name in ("period_start", "period_end", "due_date"):
+            _check_date(getattr(st, name), f"{at}.statements[{si}].{name}")
         if st.period_start > st.period_end:
             raise ImportRejected(f"period_start is after period_end - at `{at}.statements[{si}].period_start`")
         if st.due_date < st.period_end:
@@ -137,6 +155,7 @@ def _check_statements(statements: Sequence[StatementIn], at: str) -> None:
 def _check_transactions(transactions: Sequence[TransactionIn], at: str) -> None:
     refs: set[str] = set()
     for ti, tx in enumerate(transactions):
+        _check_date(tx.posted_on, f"{at}.transactions[{ti}].posted_on")
         if tx.ref in refs:
             raise ImportRejected(f"duplicate transaction ref {tx.ref!r} - at `{at}.transactions[{ti}].ref`")
         refs.add(tx.ref)

@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.answers.messages import Ask, ChatEvent, final_answer
 from app.answers.schemas import ExplanationRequest
 from app.answers.service import AnswerService
+from app.api.body import refuse_control_characters
 from app.api.console.forms import CSRF_REFUSED, field, form_csrf_matches, provide_form, question_request
 from app.api.console.pages import EXCEPTION_HANDLERS, SECURITY_HEADERS, account_page, console_page, sign_in_page
 from app.api.console.session import (
@@ -111,6 +112,8 @@ class ConsoleController(Controller):
     ) -> Response[Any]:
         form = await request.form()
         tenant, username = field(form, "tenant"), field(form, "username")
+        refuse_control_characters("tenant", tenant)
+        refuse_control_characters("username", username)
         if not form_csrf_matches(form, request.cookies.get(LOGIN_CSRF_COOKIE)):
             return sign_in_page(settings, status=403, error=CSRF_REFUSED, tenant=tenant, username=username)
         async with autocommit(db_engine) as conn:
@@ -149,6 +152,7 @@ class ConsoleController(Controller):
         db_engine: NamedDependency[AsyncEngine],
         q: FromQuery[str] = "",
     ) -> Response[Any]:
+        refuse_control_characters("q", q)
         term = q.strip()[:100]
         customers: list[CustomerMatch] = []
         if term:
@@ -163,6 +167,7 @@ class ConsoleController(Controller):
         db_engine: NamedDependency[AsyncEngine],
         account_ref: FromPath[str],
     ) -> Response[Any]:
+        refuse_control_characters("account_ref", account_ref)
         return await account_page(db_engine, agent, account_ref)
 
     @post("/accounts/{account_ref:str}/answers")
@@ -176,6 +181,7 @@ class ConsoleController(Controller):
     ) -> Response[Any]:
         """Ask (or, with `regenerate`, ask the model again past the answer cache); then show the
         answer. Without JavaScript; the page's script streams through the route below instead."""
+        refuse_control_characters("account_ref", account_ref)
         try:
             data = question_request(form, account_ref)
         except msgspec.ValidationError as exc:
@@ -204,6 +210,7 @@ class ConsoleController(Controller):
     ) -> ServerSentEvent:
         """The same, as Server-Sent Events (app/api/event_stream.py): the text as the model writes it,
         then an `answer_page` event with the audited answer's page."""
+        refuse_control_characters("account_ref", account_ref)
         try:
             data = question_request(form, account_ref)
         except msgspec.ValidationError as exc:
