@@ -124,7 +124,8 @@ def read_token(secret: str, token: str, now: float | None = None) -> CustomerCla
     """The claims of a token this service signed and that has not expired; InvalidToken otherwise."""
     version, _, rest = token.partition(".")
     payload, _, signature = rest.partition(".")
-    if version != _VERSION or not hmac.compare_digest(signature, _sign(secret, payload)):
+    # As bytes: a header may carry any Latin-1 character, and compare_digest refuses non-ASCII str.
+    if version != _VERSION or not hmac.compare_digest(signature.encode(), _sign(secret, payload).encode()):
         raise InvalidToken("the session token is not valid")
     try:
         claims = msgspec.json.decode(_unb64url(payload), type=CustomerClaims)

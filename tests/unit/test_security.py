@@ -155,6 +155,13 @@ def test_a_token_with_another_signature_or_version_is_refused() -> None:
             read_token(SECRET, token, now=0)
 
 
+def test_a_token_with_characters_outside_ascii_is_refused_not_crashed() -> None:
+    version, payload, signature = TOKEN.split(".")
+    for token in (f"{version}.{payload}.{signature[:-1]}é", f"{version}.{payload}é.{signature}", "v1.ü.ß"):
+        with pytest.raises(InvalidToken, match=f"^{NOT_VALID}$"):
+            read_token(SECRET, token, now=0)
+
+
 def test_a_token_signed_with_another_secret_is_refused() -> None:
     with pytest.raises(InvalidToken, match=f"^{NOT_VALID}$"):
         read_token("another-secret", TOKEN, now=0)
