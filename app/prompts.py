@@ -18,7 +18,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from app.domain import formatting
 from app.domain.facts import BillFacts, Driver, Entry
 from app.domain.policy import TenantPolicy
-from app.domain.vocabulary import LOCALES, ChatTemplate, Intent, PromptLayout
+from app.domain.slots import MAX_DRIVERS, change_percent, items, slots
+from app.domain.vocabulary import LOCALES, ChatTemplate, Intent, Locale, PromptLayout
 from app.settings import PROJECT_ROOT
 
 PROMPTS_DIR = PROJECT_ROOT / "prompts"
@@ -28,7 +29,6 @@ CHAT_STOPS: dict[ChatTemplate, list[str]] = {"chatml": ["<|im_end|>"], "gemma": 
 # Templates write one sentence per line; English sentences are joined by a space, Chinese by nothing.
 _JOINERS = {"en": " ", "zh-CN": ""}
 TOP_DRIVERS = 3  # the deterministic answer names the largest drivers; the response lists all
-MAX_ENTRIES = 12  # transactions shown to the model, largest first
 MAX_LABEL = 60  # merchant names and descriptions are untrusted text: short, one line
 
 
@@ -79,9 +79,17 @@ def _formatters(currency: str, locale: str) -> dict[str, Callable[..., str]]:
     }
 
 
+def _label(text: str) -> str:
+    """Third-party text (a merchant's name, a fee's description) as data: one short line, no delimiters."""
+    return " ".join(text.split())[:MAX_LABEL].replace("<<<", "").replace(">>>", "").replace("“", "").replace("”", "")
+
+
 def _clean(entry: Entry) -> Entry:
-    label = " ".join(entry.label.split())[:MAX_LABEL].replace("<<<", "").replace(">>>", "")
-    return msgspec.structs.replace(entry, label=label)
+    return msgspec.structs.replace(entry, label=_label(entry.label))
+
+
+def _clean_driver(driver: Driver) -> Driver:
+    return msgspec.structs.replace(driver, label=_label(driver.label)) if driver.label else driver
 
 
 def render_prompt(
@@ -102,8 +110,12 @@ def render_prompt(
         .render(
             facts=facts,
             intent=intent,
+            slots=set(slots(facts)),
+            drivers=list(enumerate((_clean_driver(d) for d in facts.drivers[:MAX_DRIVERS]), start=1)),
             # Single transactions only where the question is about them: a shorter prompt prefills faster.
-            entries=[_clean(e) for e in facts.entries[:MAX_ENTRIES]] if intent in ("charge", "fees_interest") else [],
+            items=list(enumerate((_clean(e) for e in items(facts)), start=1))
+            if intent in ("charge", "fees_interest")
+            else [],
             question=question.replace("<<<", "").replace(">>>", "").strip(),
             **_formatters(facts.currency, locale),
         )
@@ -151,3 +163,28 @@ def phrases(drivers: Iterable[Driver], status: str, locale: str) -> tuple[list[s
     """The words the answers use for each driver and for a payment status, in the customer's language."""
     macros: Any = _env.get_template(f"macros.{locale}.j2").module
     return [str(macros.driver(d)) for d in drivers], str(macros.status({"status": status}))
+
+
+def slot_values(facts: BillFacts, locale: Locale) -> dict[str, str]:
+    """What each slot of these facts says to the customer, written for their locale: amounts as
+    positive figures (the words around them give the direction), dates, the status phrase, the
+    drivers' and transactions' descriptions with third-party names quoted."""
+    f = _formatters(facts.currency, locale)
+    macros: Any = _env.get_template(f"macros.{locale}.j2").module
+    drivers = [_clean_driver(d) for d in facts.drivers]
+    entries = [_clean(e) for e in items(facts)]
+    values: dict[str, str] = {}
+    for name, slot in slots(facts).items():
+        if slot.kind == "money" and slot.money is not None:
+            values[name] = f["money"](abs(slot.money))
+        elif slot.kind == "date" and slot.day is not None:
+            values[name] = f["day"](slot.day)
+        elif slot.kind == "percent":
+            values[name] = f"{change_percent(facts)}%"
+        elif slot.kind == "status":
+            values[name] = str(macros.status({"status": facts.payment.status}))
+        elif slot.role == "driver":
+            values[name] = str(macros.driver(drivers[slot.index - 1]))
+        else:
+            values[name] = str(macros.entry(entries[slot.index - 1]))
+    return values

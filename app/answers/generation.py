@@ -4,7 +4,7 @@ engine failures and timeouts become reasons, never exceptions."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import msgspec
 
@@ -53,7 +53,7 @@ def answer_request(prompt: RenderedPrompt, *, request_id: str, priority: int, ma
 
 async def stream_model(
     engine: Engine, request: GenerationRequest, *, timeout_s: float, stopwatch: Stopwatch
-) -> AsyncIterator[str | Outcome]:
+) -> AsyncGenerator[str | Outcome, None]:
     """The answer's text as the model writes it, then exactly one Outcome.
 
     The engine's stream runs in a task of its own and hands events over a queue: however this

@@ -12,7 +12,7 @@ text that replaces it); `explain` gives its last event, the whole answer (JSON A
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 
 import msgspec
@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.answers import cache
 from app.answers.cache import CACHEABLE_INTENTS, CacheKey
+from app.answers.gate import SentenceGate
 from app.answers.generation import Outcome, answer_request, stream_model
 from app.answers.messages import Ask, ChatEvent, Delta, Facts, Final, Replace, Turn, final_answer
 from app.answers.schemas import ExplanationResponse, PaymentOut, StatementOut, TotalsOut, Usage
@@ -31,6 +32,7 @@ from app.domain.facts import compute_facts
 from app.domain.intents import classify, mentioned
 from app.domain.priority import QUEUE_DEADLINE_S, effective_level
 from app.domain.reasons import Reason
+from app.domain.slots import fill
 from app.domain.validation import validate
 from app.domain.vocabulary import Source
 from app.errors import NotFound
@@ -38,7 +40,7 @@ from app.inference.engine import Engine, GenerationRequest
 from app.inference.factory import build_engine
 from app.inference.scheduler import Hooks, Scheduler
 from app.metrics import ANSWERS, CACHED_TOKENS, COMPLETION_TOKENS, FALLBACKS, PROMPT_TOKENS, SPEC_ACCEPT_RATE
-from app.prompts import PROMPT_VERSION, render_fallback, render_prompt
+from app.prompts import PROMPT_VERSION, render_fallback, render_prompt, slot_values
 from app.settings import Settings
 
 
@@ -78,20 +80,32 @@ class AnswerService:
                 return
             fallback = self._deterministic(turn)
             outcome = None
+            values = slot_values(turn.facts, turn.locale)
             if self.llm is not None and turn.intent != "out_of_scope":  # a polite refusal needs no model
+                gate = SentenceGate(turn.facts, turn.locale, values)
                 stream = stream_model(
                     self.llm, self._generation(turn), timeout_s=self.settings.engine_timeout_s, stopwatch=ask.stopwatch
                 )
-                async for item in stream:
-                    if isinstance(item, Outcome):
-                        outcome = item
-                    else:
-                        yield Delta(item)
+                async with aclosing(stream):  # however this ends, an unfinished engine request is aborted
+                    async for item in stream:
+                        if isinstance(item, Outcome):
+                            outcome = item
+                            continue
+                        with ask.stopwatch.stage("validate"):
+                            released, verdict = gate.feed(item)
+                        for text in released:
+                            yield Delta(text)
+                        if verdict.reason is not None:  # stop here: the failed sentence is never shown
+                            outcome = Outcome(text=None, reason=verdict.reason, usage=None)
+                            break
+                answer, reason = await self._conclude(turn, fallback, outcome, values)
+                if reason is None:
+                    yield Delta(gate.rest())
+                else:
+                    yield Replace(text=answer.explanation, reason=reason)
             else:
                 yield Delta(fallback)
-            answer, reason = await self._conclude(turn, fallback, outcome)
-            if outcome is not None and reason is not None:
-                yield Replace(text=answer.explanation, reason=reason)
+                answer, _ = await self._conclude(turn, fallback, None, values)
             yield Final(answer)
 
     @asynccontextmanager
@@ -176,10 +190,11 @@ class AnswerService:
         )
 
     async def _conclude(
-        self, turn: Turn, fallback: str, outcome: Outcome | None
+        self, turn: Turn, fallback: str, outcome: Outcome | None, values: dict[str, str]
     ) -> tuple[ExplanationResponse, Reason | None]:
-        """Validate the model's answer against the facts; serve it, or the deterministic text; remember
-        a validated answer; audit. Returns the answer and why it is not the model's (None: it is)."""
+        """Validate the model's whole answer against the facts and fill its slots; serve it, or the
+        deterministic text; remember a validated answer; audit. Returns the answer and why it is not
+        the model's (None: it is)."""
         explanation, model, usage = fallback, None, None
         source: Source = "fallback"
         if outcome is None:
@@ -192,7 +207,7 @@ class AnswerService:
                 with turn.ask.stopwatch.stage("validate"):
                     verdict = validate(outcome.text, turn.facts, turn.locale)
                 if verdict.reason is None:
-                    explanation, source = outcome.text.strip(), "model"
+                    explanation, source = fill(outcome.text.strip(), values), "model"
                 else:
                     reason = verdict.reason
         if reason is not None:

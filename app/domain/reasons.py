@@ -21,11 +21,13 @@ Rule = Literal[
     "empty",
     "too_long",
     "wrong_language",
-    "unknown_date",
-    "unknown_percentage",
-    "unreadable_number",
-    "unknown_amount",
-    "status_contradiction",
+    "unknown_slot",
+    "unslotted_figure",
+    "unslotted_label",
+    "status_claim",
+    "role_mismatch",
+    "wrong_direction",
+    "wrong_driver",
 ]
 RULES: tuple[Rule, ...] = get_args(Rule)
 

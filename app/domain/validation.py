@@ -1,21 +1,32 @@
-"""Checks a model's explanation against the facts before any customer reads it.
+"""Checks the model's answer before any customer reads it: the truth contract.
 
-Every amount, percentage and date the text mentions must be a fact; any word about paid, unpaid,
-partial or overdue must agree with the payment status; the text must be non-empty, not too long,
-and in the language asked for. Anything else is refused, and the deterministic answer is served.
+The model writes no figures, dates, percentages, status words or third-party names: it writes slots
+(app/domain/slots.py) that the service fills from the facts. So a served sentence is checked for
+what the model could still get wrong, sentence by sentence (a stream releases each sentence only
+once it has passed):
+- every `{slot}` is one these facts offer, and no figure, date, percentage, currency, status word or
+  merchant name stands outside a slot;
+- the words right before a slot name the role the slot has ("the minimum payment of {outstanding}"
+  fails: a role swap);
+- direction words (higher/lower, 增加/减少, unchanged) agree with the sign of what they describe: the
+  drivers named in the sentence, else the bill's difference.
+Then the whole answer: not empty, not too long, in the language asked for.
+
+Status words are refused outright rather than compared with the status: the {status} slot states it,
+in the facts' own words, so no paraphrase or negation ("nothing is owed", "尚未还款") can flip it.
+Anything refused is replaced by the deterministic answer, with the reason.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import date
-from decimal import Decimal, InvalidOperation
 
 import msgspec
 
-from app.domain.facts import BillFacts, PaymentStatus
+from app.domain.facts import BillFacts
 from app.domain.formatting import MONTHS_EN
 from app.domain.reasons import Reason, Rule
+from app.domain.slots import SLOT, Role, Slot, labels, slots
 
 MAX_CHARS = 800
 
@@ -36,134 +47,182 @@ OK = Verdict()
 
 
 def _refuse(rule: Rule, detail: str = "") -> Verdict:
-    return Verdict(Reason(rule=rule, detail=detail))
+    return Verdict(Reason(rule=rule, detail=detail[:120]))
 
 
-_MONTH = {name.lower(): i + 1 for i, name in enumerate(MONTHS_EN)} | {
-    name[:3].lower(): i + 1 for i, name in enumerate(MONTHS_EN)
-}
-_MONTHS_RE = "|".join(sorted(_MONTH, key=len, reverse=True))
-_YEAR = r"(?:,?\s+(?P<y>\d{4}))?"
-_DATES = [  # each match names (y?, m | mn, d) or (a, b, y) for d/m/y and m/d/y
-    re.compile(r"(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})"),
-    re.compile(r"(?:(?P<y>\d{4})\s*年\s*)?(?P<m>\d{1,2})\s*月\s*(?P<d>\d{1,2})\s*[日号]"),
-    re.compile(rf"\b(?P<d>\d{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?\s+(?P<mn>{_MONTHS_RE})\.?{_YEAR}", re.I),
-    re.compile(rf"\b(?P<mn>{_MONTHS_RE})\.?\s+(?P<d>\d{{1,2}})(?:st|nd|rd|th)?{_YEAR}", re.I),
-    re.compile(r"\b(?P<a>\d{1,2})/(?P<b>\d{1,2})/(?P<y>\d{4})\b"),
-]
-_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*(?:%|％|percent\b|per cent\b)|百分之\s*(\d+(?:\.\d+)?)", re.I)
-_NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
+_I = re.I
+# Capitalised only: "you may" is no date.
+_MONTHS = re.compile(
+    r"\b(?:" + "|".join(sorted({*MONTHS_EN, *(m[:3] for m in MONTHS_EN)}, key=len, reverse=True)) + r")\b"
+)
+_CJK_NUMBER = "[零〇一二两三四五六七八九十百千万亿]"
+# What only a slot may write.
+_FIGURE = re.compile(
+    r"[0-9０-９]|[%％€$¥£￥]|\b(?:EUR|USD|CNY|RMB|GBP|HKD|JPY|euros?|dollars?|yuan|percent|per\s+cent)\b|百分之"
+    rf"|元|块钱|{_CJK_NUMBER}+\s*(?:元|块|月|日|号|年|%|％)"
+    r"|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|"
+    r"thousand)\s+(?:euros?|dollars?|yuan|percent)\b",
+    _I,
+)
+_STATUS_WORDS = re.compile(
+    r"\b(?:paid|unpaid|repaid|prepaid|paying|settled?|clear(?:ed)?|overdue|late|missed|arrived?|arrives|received?|"
+    r"credited|owe[ds]?|owing|in\s+full|fully|partial(?:ly)?|past\s+due|failed|declined|rejected|bounced|reversed|"
+    r"cancell?ed|delayed|processed|complete[ds]?|confirmed|successful(?:ly)?|went\s+through|on\s+time|up\s+to\s+date|"
+    r"all\s+set|(?:need|needs|have|has|must|should|please)\s+(?:to\s+)?pay|nothing\s+(?:is\s+)?(?:due|owed|left|"
+    r"outstanding|to\s+pay)|no\s+(?:balance|amount|payment)|(?:balance|bill|statement)\s+(?:is|has\s+been)\s+zero|zero\s+balance)\b"
+    r"|(?<!minimum )\bpayments?\s+(?:is|was|has|have|went)\b"
+    r"|还款|还清|还完|还上|结清|付清|付款|付过|付了|已付|未付|支付|缴|逾期|过期|到账|收到|欠|全额|部分|无需|不需要|不必|不用|"
+    r"已还|未还|没还|还了|失败|被拒|拒绝|退回|延迟|为零|清零|完成|成功",
+    _I,
+)
+# Chinese words for the minimum payment and the due date contain 还款 (repayment) without claiming anything.
+_NEUTRAL = re.compile(r"最低还款额?|还款日期?|还款截止日?|还款状态")
+# Words that give the next slot a role; the closest one before a slot must fit it.
+_ROLE_CUES: list[tuple[re.Pattern[str], frozenset[Role]]] = [
+    (re.compile(r"\bnew\s+balance\b|\bcurrent\s+balance\b|\bstatement\s+balance\b|\bbill\s+(?:totals?|comes\s+to|"
+                r"amount)\b|\bthis\s+month'?s?\s+(?:bill|balance|statement)\b|本期账单金额|本期余额|新余额|账单金额|"
+                r"本期应还|当前余额", _I), frozenset({"new_balance"})),
+    (re.compile(r"\bprevious\s+(?:balance|statement|bill)\b|\blast\s+(?:month|statement)'?s?\b|\bopening\s+balance\b"
+                r"|上期|上个月|上月", _I), frozenset({"previous_balance"})),
+    (re.compile(r"\b(?:went|gone|go)\s+(?:up|down)\s+by\b|\b(?:higher|lower|more|less|increased?|decreased?|rose|"
+                r"fell|dropped|changed?|up|down)\s+by\b|\bdifference\s+(?:is|of)\b|\bchange\s+(?:is|of)\b|差额|"
+                r"(?:增加|减少|上涨|下降|增长|上升|降低|多|少|变化)了?", _I),
+     frozenset({"difference", "change_percent", "driver"})),
+    (re.compile(r"\bminimum\s+(?:payment|amount|due)?|最低还款(?:额)?", _I), frozenset({"minimum_due"})),
+    (re.compile(r"\bcompared\s+(?:to|with)\b|\bthan\b", _I), frozenset({"previous_balance"})),
+    (re.compile(r"\bto\b|至|到", _I), frozenset({"new_balance", "period"})),
+    (re.compile(r"\bdue\s+(?:on|by|date)\b|\bdeadline\b|\bpay\s+(?:it\s+)?by\b|到期日?|还款日|截止", _I),
+     frozenset({"due_date"})),
+    (re.compile(r"\bstill\s+to\s+pay\b|\bleft\s+to\s+pay\b|\bremaining\b|\boutstanding\b|待还|剩余|仍需|还需", _I),
+     frozenset({"outstanding"})),
+]  # fmt: skip
+# A cue right after a slot: "{x} is still to pay" makes x the outstanding amount.
+_OUTSTANDING_AFTER = re.compile(r"\s*(?:is\s+|are\s+)?(?:still\s+to\s+pay|left\s+to\s+pay|remaining|outstanding)\b", _I)
+_CLAUSE_END = re.compile(r"[,;:，；：、（）()—]|\band\b|\bbut\b|\bwhile\b|\bwhich\b|和|但|并且|其中")
+_UP = re.compile(
+    r"\b(?:higher|increased?|increases|increasing|went\s+up|gone\s+up|rose|risen|grew|grown|up\s+by|larger|bigger)\b"
+    r"|\bmore\s+than\b|增加|上涨|上升|增长|多了|多出|高于|提高",
+    _I,
+)
+_DOWN = re.compile(
+    r"\b(?:lower|decreased?|decreases|decreasing|went\s+down|gone\s+down|fell|fallen|dropped|down\s+by|smaller|"
+    r"reduced|reduction)\b|\bless\s+than\b|减少|下降|下跌|少了|低于|降低",
+    _I,
+)
+_SAME = re.compile(
+    r"\b(?:unchanged|the\s+same|no\s+change|did\s+not\s+change|didn'?t\s+change|stayed)\b|不变|没有变化|持平|相同|一样",
+    _I,
+)
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _LATIN = re.compile(r"[A-Za-z]")
-
-# Claims about the payment, per language. Negated "paid in full" is a partial/unpaid claim, so it
-# is taken out before the "paid" claim is looked for.
-_NOT_IN_FULL = re.compile(
-    r"\bnot\s+(?:yet\s+)?(?:been\s+)?(?:paid\s+in\s+full|fully\s+paid)\b|未全额|没有全额|未还清|没有还清"
-)
-_CLAIMS: dict[str, re.Pattern[str]] = {
-    "paid": re.compile(
-        r"\bpaid\s+in\s+full\b|\bfully\s+paid\b|\b(?:bill|statement|balance)\s+(?:is|has\s+been)\s+(?:paid|settled)\b"
-        r"|\bsettled\b|\bnothing\s+(?:left\s+)?to\s+pay\b|已还清|已全额还款|已结清|已付清|全额还清|无需还款",
-        re.I,
-    ),
-    "unpaid": re.compile(
-        r"\bunpaid\b|\bnot\s+(?:yet\s+)?(?:been\s+)?paid\b|\bhave\s*n[o']t\s+(?:yet\s+)?paid\b|\bno\s+payment\b"
-        r"|\bnot\s+(?:yet\s+)?received\b|\bhaven't\s+received\b|未还款|尚未还款|还没有还款|没有还款|未支付|尚未收到|没有收到|未收到",
-        re.I,
-    ),
-    "partial": re.compile(
-        r"\bpartial(?:ly)?\b|\bstill\s+(?:owe|outstanding)\b|\bremaining\b|部分|待还|剩余|仍欠", re.I
-    ),
-    "overdue": re.compile(r"\boverdue\b|\bpast\s+due\b|\bmissed\b|逾期|已过还款日", re.I),
-    # No fact ever says a payment failed: such a claim is always invented.
-    "payment_problem": re.compile(
-        r"\b(?:failed|declined|rejected|cancell?ed|reversed|bounced|delayed|processing\s+error)\b"
-        r"|失败|被拒|拒绝|取消|退回|延迟|处理错误",
-        re.I,
-    ),
-}
+# A sentence ends at . ! ? followed by a space or the end, or at a Chinese full stop, or a line break.
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|[。！？]|\n")
 
 
-def _allowed_claims(status: PaymentStatus, paid: Decimal) -> set[str]:
-    if status == "paid":
-        return {"paid"}
-    if status == "unpaid":
-        return {"unpaid"}
-    if status == "partially_paid":
-        return {"partial"}
-    return {"overdue", "partial"} if paid > 0 else {"overdue", "unpaid"}
+def sentence_ends(text: str) -> list[int]:
+    """Where each complete sentence of `text` ends (an unfinished one at the end has none yet)."""
+    ends = []
+    for match in _SENTENCE_END.finditer(text):
+        if match.group(0) in ".!?" and match.end() == len(text):
+            break  # a full stop at the very end may still be "3." of "3.50", or an ellipsis: wait
+        ends.append(match.end())
+    return ends
 
 
-def fact_amounts(facts: BillFacts) -> set[Decimal]:
-    s = facts.statement
-    values = {
-        s.new_balance, s.opening_balance, s.minimum_due, facts.previous_balance, facts.difference,
-        facts.payment.paid_amount, facts.payment.outstanding,
-        *(d.amount for d in facts.drivers), *(e.amount for e in facts.entries),
-        *(e.amount for e in facts.payments_received),
-    }  # fmt: skip
-    return {abs(v) for v in values}
+def sentences(text: str) -> list[str]:
+    """The sentences of a whole answer."""
+    parts, start = [], 0
+    for end in [*sentence_ends(text), len(text)]:
+        if part := text[start:end].strip():
+            parts.append(part)
+        start = end
+    return parts
 
 
-def fact_dates(facts: BillFacts) -> set[date]:
-    s = facts.statement
-    days = {s.period_start, s.period_end, s.due_date, facts.as_of}
-    if facts.previous:
-        days |= {facts.previous.period_start, facts.previous.period_end, facts.previous.due_date}
-    return days | {e.posted_on for e in facts.entries} | {e.posted_on for e in facts.payments_received}
+def _language(text: str, locale: str) -> Verdict:
+    words = SLOT.sub(" ", text)
+    cjk, latin = len(_CJK.findall(words)), len(_LATIN.findall(words))
+    if cjk + latin < 4:  # too short to tell ("{new_balance}.")
+        return OK
+    share = cjk / (cjk + latin)
+    if (locale == "zh-CN" and share < 0.4) or (locale == "en" and share > 0.2):
+        return _refuse("wrong_language", f"{share:.2f}")
+    return OK
 
 
-def _day(year: int | None, month: int, day: int, known: set[date]) -> bool:
-    return any(d.month == month and d.day == day and (year is None or d.year == year) for d in known)
+def _outside(sentence: str) -> str:
+    """The sentence with every slot blanked out (same length, so positions still match)."""
+    return SLOT.sub(lambda m: " " * len(m.group(0)), sentence)
 
 
-def _check_dates(text: str, known: set[date]) -> tuple[str, str | None]:
-    """Blank out every date (so its digits are not read as amounts); return the first unknown one."""
-    for pattern in _DATES:
-        for match in pattern.finditer(text):
-            parts = match.groupdict()
-            year = int(parts["y"]) if parts.get("y") else None
-            if "a" in parts:
-                a, b = int(parts["a"]), int(parts["b"])
-                good = _day(year, a, b, known) or _day(year, b, a, known)
-            else:
-                month = int(parts["m"]) if parts.get("m") else _MONTH[parts["mn"].lower().rstrip(".")]
-                good = _day(year, month, int(parts["d"]), known)
-            if not good:
-                return text, match.group(0)
-        text = pattern.sub(lambda m: " " * len(m.group(0)), text)
-    return text, None
+def _role_cue(before: str) -> frozenset[Role] | None:
+    """The roles the closest cue in the clause before a slot allows; None without a cue."""
+    clause = _CLAUSE_END.split(before)[-1]
+    best: tuple[int, frozenset[Role]] | None = None
+    for pattern, roles in _ROLE_CUES:
+        for match in pattern.finditer(clause):
+            if best is None or match.end() > best[0]:
+                best = (match.end(), roles)
+    return best[1] if best else None
+
+
+def _direction(sentence: str, named: list[Slot], difference_sign: int) -> Verdict:
+    bare = _outside(sentence)
+    claimed = {sign for pattern, sign in ((_UP, 1), (_DOWN, -1), (_SAME, 0)) if pattern.search(bare)}
+    if not claimed:
+        return OK
+    if len(claimed) > 1:
+        return _refuse("wrong_direction", sentence)
+    (sign,) = claimed
+    drivers = [slot for slot in named if slot.role == "driver"]
+    for slot in drivers:
+        if slot.sign != sign:
+            return _refuse("wrong_driver", f"{{{slot.name}}} moved {slot.sign:+d}, the sentence says {sign:+d}")
+    if not drivers and difference_sign != sign:
+        return _refuse("wrong_direction", f"the bill moved {difference_sign:+d}, the sentence says {sign:+d}")
+    return OK
+
+
+def check_sentence(sentence: str, facts: BillFacts, locale: str) -> Verdict:
+    """One sentence of the model's answer, with its slots still unfilled."""
+    if not (verdict := _language(sentence, locale)).ok:
+        return verdict
+    available = slots(facts)
+    named: list[Slot] = []
+    for match in SLOT.finditer(sentence):
+        slot = available.get(match.group(1))
+        if slot is None:
+            return _refuse("unknown_slot", match.group(0))
+        cue = _role_cue(sentence[: match.start()])
+        if cue is None and _OUTSTANDING_AFTER.match(sentence, match.end()):
+            cue = frozenset({"outstanding"})
+        if cue is not None and slot.role not in cue and slot.kind != "label":
+            return _refuse("role_mismatch", f"{sentence[max(0, match.start() - 40) : match.end()]}")
+        named.append(slot)
+    bare = _outside(sentence)
+    if "{" in bare or "}" in bare:
+        return _refuse("unknown_slot", bare.strip())
+    if figure := _FIGURE.search(bare) or _MONTHS.search(bare):
+        return _refuse("unslotted_figure", figure.group(0))
+    if status := _STATUS_WORDS.search(_NEUTRAL.sub(" ", bare)):
+        return _refuse("status_claim", status.group(0))
+    lowered = bare.lower()
+    for label in labels(facts):
+        if label.lower() in lowered:
+            return _refuse("unslotted_label", label)
+    return _direction(sentence, named, (facts.difference > 0) - (facts.difference < 0))
 
 
 def validate(text: str, facts: BillFacts, locale: str, *, max_chars: int = MAX_CHARS) -> Verdict:
+    """The model's whole answer, with its slots still unfilled: each sentence, then the whole."""
     stripped = text.strip()
     if not stripped:
         return _refuse("empty")
     if len(stripped) > max_chars:
         return _refuse("too_long", str(len(stripped)))
-    cjk, latin = len(_CJK.findall(stripped)), len(_LATIN.findall(stripped))
-    share = cjk / (cjk + latin) if cjk + latin else 0.0
-    if (locale == "zh-CN" and share < 0.4) or (locale == "en" and share > 0.2):
-        return _refuse("wrong_language", f"{share:.2f}")
-
-    rest, bad_date = _check_dates(stripped, fact_dates(facts))
-    if bad_date:
-        return _refuse("unknown_date", bad_date)
-    if percent := _PERCENT.search(rest):
-        return _refuse("unknown_percentage", percent.group(0))  # no fact is a percentage
-    allowed = fact_amounts(facts)
-    for match in _NUMBER.finditer(rest):
-        try:
-            value = Decimal(match.group(0).replace(",", ""))
-        except InvalidOperation:  # pragma: no cover - the pattern only matches numbers
-            return _refuse("unreadable_number", match.group(0))
-        if value not in allowed:
-            return _refuse("unknown_amount", match.group(0))
-
-    claims_text = _NOT_IN_FULL.sub(" partially ", stripped)
-    claims = {name for name, pattern in _CLAIMS.items() if pattern.search(claims_text)}
-    wrong = claims - _allowed_claims(facts.payment.status, facts.payment.paid_amount)
-    if wrong:
-        return _refuse("status_contradiction", ",".join(sorted(wrong)))
+    if not (verdict := _language(stripped, locale)).ok:
+        return verdict
+    for sentence in sentences(stripped):
+        if not (verdict := check_sentence(sentence, facts, locale)).ok:
+            return verdict
     return OK

@@ -27,8 +27,14 @@ from tests.factories import account, customer, document
 from tests.fakes.sglang_server import RunningFake, Script
 from tests.servers import ThreadedServer
 
+# What the model writes (slots, three sentences) and what the customer reads (the slots filled).
 ANSWER = (
-    "Your new balance is 124.99 EUR, 12.00 EUR more than last month, because of purchases at City Gym (+12.00 EUR)."
+    "Your new balance is {new_balance}. That is {difference} more than last month. "
+    "It comes from {driver_1} ({driver_1_amount})."
+)
+SHOWN = (
+    "Your new balance is 124.99 EUR. That is 12.00 EUR more than last month. "
+    "It comes from purchases at “City Gym” (12.00 EUR)."
 )
 
 
@@ -73,9 +79,9 @@ async def test_the_answer_streams_in_and_its_amounts_are_the_facts(
     while await answer.get_attribute("data-source") is None:  # sample the text as it grows
         lengths.add(len(await answer.inner_text()))
         await asyncio.sleep(0.03)
-    assert len(lengths - {0}) >= 3, lengths  # it arrived in pieces, not at once
+    assert len(lengths - {0}) >= 3, lengths  # it arrived sentence by sentence, not at once
     await expect(answer).to_have_attribute("data-source", "model")
-    await expect(answer).to_have_text(ANSWER)
+    await expect(answer).to_have_text(SHOWN)
     await expect(page.get_by_role("status")).to_have_text("Answer ready.")
 
     # The table shows exactly the facts computed from the database.
@@ -110,7 +116,7 @@ async def test_a_narrow_phone_screen_works_with_the_keyboard(
         await page.get_by_label("Your question").fill("Why is my bill higher?")
         await page.get_by_role("button", name="Ask").focus()
         await page.keyboard.press("Enter")
-        await expect(page.get_by_role("region", name="Answer")).to_have_text(ANSWER)
+        await expect(page.get_by_role("region", name="Answer")).to_have_text(SHOWN)
         width = await page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
         assert width[0] <= width[1], f"horizontal scrolling: {width}"
         box = await page.locator("[data-bill-assistant]").bounding_box()
@@ -133,13 +139,49 @@ async def test_a_new_question_stops_the_answer_being_written(
     answer = page.get_by_role("region", name="Answer")
     await expect(answer).not_to_have_text("")  # the first answer is being written, slowly
     await page.get_by_role("button", name="Did my payment arrive?").click()
-    await expect(answer).to_have_text(ANSWER)
+    await expect(answer).to_have_text(SHOWN)
     first = fake_sglang.fake.requests[0]["rid"]
     for _ in range(50):  # the browser closed the first stream: the engine was told to stop
         if first in fake_sglang.fake.aborted:
             break
         await asyncio.sleep(0.05)
     assert first in fake_sglang.fake.aborted
+
+
+async def test_a_sentence_that_fails_validation_never_reaches_the_page(
+    page: Page, serve: Any, bank: Any, fake_sglang: RunningFake
+) -> None:
+    """The model's second sentence contradicts the facts (the bill is unpaid): a log of every change
+    to the answer's text proves the page never showed it; the engine request was aborted and the
+    verified answer replaced the first sentence."""
+    contradiction = "Your payment has been received, thank you."
+    text = f"Your new balance is {{new_balance}}. {contradiction} Nothing else."
+    fake_sglang.fake.default = Script(text=json.dumps({"answer": text}), token_delay_s=0.03)
+    server = serve()
+    await open_demo(page, server, bank)
+    await page.evaluate(
+        """() => {
+            window.shown = [];
+            const root = document.querySelector("[data-bill-assistant]").shadowRoot;
+            const record = () => window.shown.push(root.textContent);
+            new MutationObserver(record).observe(root, {subtree: true, childList: true, characterData: true});
+        }"""
+    )
+    await page.get_by_role("button", name="Why is my bill higher than last month?").click()
+    answer = page.get_by_role("region", name="Answer")
+    await expect(answer).to_have_attribute("data-source", "fallback")
+    shown: list[str] = await page.evaluate("window.shown")
+    assert any("Your new balance is 124.99 EUR." in text for text in shown)  # the valid first sentence
+    assert [text for text in shown if contradiction in text] == []
+    assert [text for text in shown if "thank you" in text] == []
+    assert "{" not in "".join(shown)  # no unfilled slot either
+    await expect(answer).to_contain_text("12.00 EUR more than the 112.99 EUR on your previous statement")
+    rid = fake_sglang.fake.requests[-1]["rid"]
+    for _ in range(50):
+        if rid in fake_sglang.fake.aborted:
+            break
+        await asyncio.sleep(0.05)
+    assert rid in fake_sglang.fake.aborted  # the engine stopped writing at the failing sentence
 
 
 class BankSite:

@@ -20,7 +20,8 @@ from app.settings import Settings
 from tests.factories import OCT, SEPT, account, customer, document, import_document, statement
 from tests.fakes.sglang_server import RunningFake, Script
 
-GOOD = "Your new balance is 124.99 EUR, 12.00 EUR more than last month, because of City Gym."
+GOOD = "Your new balance is {new_balance}, {difference} more than last month, because of {driver_1}."
+SHOWN = "Your new balance is 124.99 EUR, 12.00 EUR more than last month, because of purchases at “City Gym”."
 Q = {"account_ref": "A-1", "question": "Why is my bill higher than last month?", "as_of": "2026-11-10"}
 
 

@@ -31,8 +31,19 @@ from tests.servers import ThreadedServer
 
 QUESTION = "Why is my bill higher than last month?"
 SECRET = "test-secret"
-GOOD = "Your new balance is 124.99 EUR, 12.00 EUR more than last month, because of purchases at City Gym."
-BAD = "Your new balance is 999.99 EUR because of a new fee."
+# The model writes slots, sentence by sentence; the customer reads each sentence filled, once it passed.
+GOOD = (
+    "Your new balance is {new_balance}. That is {difference} more than last month. "
+    "It comes from {driver_1} ({driver_1_amount}). The minimum payment of {minimum_due} is due on {due_date}."
+)
+GOOD_SHOWN = [
+    "Your new balance is 124.99 EUR.",
+    " That is 12.00 EUR more than last month.",
+    " It comes from purchases at “City Gym” (12.00 EUR).",
+    " The minimum payment of 25.00 EUR is due on 25 November 2026.",
+]
+# The second sentence contradicts the facts (the statement is unpaid); the third is never reached.
+BAD = "Your new balance is {new_balance}. Your payment has been received, thank you. Your bill is {status}."
 
 
 def settings(**extra: str) -> Settings:
@@ -119,7 +130,7 @@ async def test_the_stream_sends_facts_then_text_then_the_audited_answer(
         "minimum_due": "25.00 EUR",
         "due_date": "25 November 2026",
         "status": "not paid yet, not overdue",
-        "drivers": [{"label": "purchases at City Gym", "amount": "+12.00 EUR"}],
+        "drivers": [{"label": "purchases at “City Gym”", "amount": "+12.00 EUR"}],
     }
     assert stream[1][1]["text"] == final["explanation"]
     assert final["source"] == "fallback"
@@ -211,8 +222,8 @@ async def test_a_validated_model_answer_streams_in_pieces(
     assert names[-1] == "final"
     assert "replace" not in names
     deltas = [data["text"] for name, data in stream if name == "delta"]
-    assert len(deltas) > 5  # token by token, not the whole answer at once
-    assert "".join(deltas) == GOOD == stream[-1][1]["explanation"]
+    assert deltas[:4] == GOOD_SHOWN  # sentence by sentence, each filled once it passed
+    assert "".join(deltas) == "".join(GOOD_SHOWN) == stream[-1][1]["explanation"]
     assert stream[-1][1]["source"] == "model"
     assert fake_sglang.fake.requests[-1]["priority"] == 3  # the widget channel of an interactive tenant
 
@@ -227,12 +238,14 @@ async def test_an_answer_that_fails_validation_is_replaced(
     names = [name for name, _ in stream]
     assert names[0] == "facts"
     assert names[-2:] == ["replace", "final"]
-    assert "".join(d["text"] for n, d in stream if n == "delta") == BAD  # what the customer saw streaming...
+    # Only the first sentence was shown; the contradiction never left the server...
+    assert [d["text"] for n, d in stream if n == "delta"] == ["Your new balance is 124.99 EUR."]
+    assert "has been received" not in r.text
     replace, final = stream[-2][1], stream[-1][1]
-    assert replace["reason"].startswith("unknown_amount")
-    assert replace["text"] == final["explanation"]  # ...is replaced by the deterministic answer
+    assert replace["reason"] == "status_claim:payment has"
+    assert replace["text"] == final["explanation"]  # ...and the deterministic answer replaces the first
     assert final["source"] == "fallback"
-    assert "999.99" not in final["explanation"]
+    assert final["explanation"].startswith("Your statement for 1 October 2026 to 31 October 2026")
 
 
 async def test_shedding_is_an_http_status_before_the_stream(chat_client: Any, bank: Any, engine: AsyncEngine) -> None:

@@ -38,7 +38,8 @@ from tests.fakes.sglang_server import RunningFake, Script
 
 PASSWORD = "correct horse battery staple"
 QUESTION = "Why is my bill higher than last month?"
-GOOD = "Your new balance is 124.99 EUR, 12.00 EUR more than last month, because of City Gym."
+GOOD = "Your new balance is {new_balance}, {difference} more than last month, because of {driver_1}."
+SHOWN = "Your new balance is 124.99 EUR, 12.00 EUR more than last month, because of purchases at “City Gym”."
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 Client = AsyncTestClient[Any]
 
@@ -412,8 +413,8 @@ async def test_a_model_answer_shows_engine_stages_and_regenerating_skips_the_cac
     assert (row["channel"], row["source"], row["fallback_reason"]) == ("console", "model", None)
     page = await model_console.get(f"/console/answers/{first}")
     assert '<dd id="source">model</dd>' in page.text
-    assert "Passed: every amount, date and status word matches the facts" in page.text
-    assert GOOD in page.text
+    assert "Passed: every figure, date, status and merchant came from its slot, each in its role" in page.text
+    assert SHOWN in page.text
     usage = row["usage"]
     share = f"{usage['cached_tokens'] / usage['prompt_tokens']:.0%}"
     assert f'<dd id="cached-share">{share} ({usage["cached_tokens"]} of {usage["prompt_tokens"]}' in page.text
@@ -450,10 +451,10 @@ async def test_the_page_streams_the_answer_then_links_to_its_audit_row(
     names = [name for name, _ in events]
     assert names[0] == "facts"
     assert names[-2:] == ["final", "answer_page"]
-    assert "".join(data["text"] for name, data in events if name == "delta") == GOOD
+    assert "".join(data["text"] for name, data in events if name == "delta") == SHOWN
     page = events[-1][1]["url"]
     row = await audit_row(engine, page.rsplit("/", 1)[1])
-    assert (row["channel"], row["source"], row["answer"]["explanation"]) == ("console", "model", GOOD)
+    assert (row["channel"], row["source"], row["answer"]["explanation"]) == ("console", "model", SHOWN)
     assert "ttft" in row["stage_starts"]
     assert "time to first token" in (await model_console.get(page)).text
     # A bad question is a 400 before any stream.

@@ -37,8 +37,11 @@ def test_every_fallback_rule_has_a_label() -> None:
 
 
 def test_a_stored_reason_shows_its_rule_label_and_detail() -> None:
-    view = answer_view(record("fallback", "unknown_amount:12.00"))
-    assert view.validation == "Deterministic answer served: the model mentioned an amount that is not a fact (12.00)"
+    view = answer_view(record("fallback", "unslotted_figure:12.00"))
+    assert (
+        view.validation
+        == "Deterministic answer served: the model wrote a figure or date itself instead of its slot (12.00)"
+    )
 
 
 def test_a_reason_without_detail_shows_the_label_alone() -> None:
@@ -49,7 +52,7 @@ def test_a_reason_without_detail_shows_the_label_alone() -> None:
 @pytest.mark.parametrize(
     ("source", "validation"),
     [
-        ("model", "Passed: every amount, date and status word matches the facts"),
+        ("model", "Passed: every figure, date, status and merchant came from its slot, each in its role"),
         ("cache", "Passed when first answered (served from the answer cache)"),
     ],
 )

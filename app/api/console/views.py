@@ -36,11 +36,13 @@ FALLBACK_REASON: dict[Rule, str] = {
     "empty": "the model's answer was empty",
     "too_long": "the model's answer was too long",
     "wrong_language": "the model answered in the wrong language",
-    "unknown_date": "the model mentioned a date that is not a fact",
-    "unknown_percentage": "the model mentioned a percentage",
-    "unreadable_number": "the model wrote a number that could not be read",
-    "unknown_amount": "the model mentioned an amount that is not a fact",
-    "status_contradiction": "the model contradicted the payment status",
+    "unknown_slot": "the model used a slot these facts do not have",
+    "unslotted_figure": "the model wrote a figure or date itself instead of its slot",
+    "unslotted_label": "the model named a merchant itself instead of its slot",
+    "status_claim": "the model wrote a payment-status word itself instead of the status slot",
+    "role_mismatch": "the model put a figure in the place of another (a role swap)",
+    "wrong_direction": "the model said the bill moved the wrong way",
+    "wrong_driver": "the model named a cause that moved the other way",
 }
 
 
@@ -117,7 +119,7 @@ def milliseconds(ms: float) -> str:
 
 def _validation(record: AnswerRecord) -> str:
     if record.source == "model":
-        return "Passed: every amount, date and status word matches the facts"
+        return "Passed: every figure, date, status and merchant came from its slot, each in its role"
     if record.source == "cache":
         return "Passed when first answered (served from the answer cache)"
     try:
