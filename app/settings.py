@@ -120,6 +120,9 @@ class Settings:
     sglang_url: str
     sglang_api_key: str | None
     sglang_model: str
+    # What the SGLang model's label does not say: quantization, speculative decoding, build (e.g.
+    # "fp8+eagle3:sglang-0.5.4"). Part of the answer cache's key: change it with the server's flags.
+    sglang_profile: str
     sglang_incremental: bool
     # The served model family's chat template: prompts/chat/<name>.j2 (chatml for SmolLM2/Qwen, gemma).
     chat_template: ChatTemplate
@@ -196,6 +199,7 @@ class Settings:
             sglang_url=e.get("SGLANG_URL", "http://127.0.0.1:30000"),
             sglang_api_key=e.get("SGLANG_API_KEY") or None,
             sglang_model=e.get("SGLANG_MODEL", "sglang"),
+            sglang_profile=e.get("SGLANG_PROFILE", "").strip(),
             sglang_incremental=_flag(e, "SGLANG_INCREMENTAL_STREAMING", False),
             chat_template=_choice(e, "CHAT_TEMPLATE", "chatml", CHAT_TEMPLATES),
             prompt_layout=_choice(e, "PROMPT_LAYOUT", "static", PROMPT_LAYOUTS),

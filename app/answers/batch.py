@@ -17,9 +17,10 @@ from app.answers.schemas import ExplanationRequest
 from app.answers.service import AnswerService
 from app.data.database import autocommit
 from app.data.jobs import ClaimedItem, claim_items, finish_item, release_item
+from app.domain.intents import CANONICAL_QUESTIONS
 from app.errors import NotFound, Shed
 
-DEFAULT_QUESTION = "Why is my bill different from last month?"
+DEFAULT_QUESTION = CANONICAL_QUESTIONS["bill_change"]["en"]
 log = structlog.get_logger("bill_assistant.batch")
 
 

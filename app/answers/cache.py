@@ -1,9 +1,15 @@
-"""Precomputed and remembered answers: exact match, validated model answers only.
+"""Precomputed and remembered answers: exact match, validated canonical answers only.
+
+Only the answer to an intent's canonical question ("Why is my bill different from last month?") is
+stored — by precompute, or by a canonical generation queued at batch priority after a miss — and a
+hit is served only to questions classified to that intent. A customer's own free-text question
+never becomes another question's answer, so an instruction smuggled into a question cannot either.
 
 The key holds everything an answer depends on — the statement's data version (bumped by triggers
-when its transactions or payments change), the intent, the locale, the prompt version, the model and
-the as-of date — so a hit can never describe stale data, another template or another model.
-Charge questions are not cached: their answer depends on which charge the question names.
+when its transactions or payments change), the intent, the locale, the prompt version, the engine
+profile (model, quantization, engine build) and the as-of date — so a hit can never describe stale
+data, another template or another engine. Charge questions are not cached: their answer depends on
+which charge the question names.
 """
 
 from __future__ import annotations
@@ -14,9 +20,10 @@ import msgspec
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.domain.intents import CANONICAL_QUESTIONS
 from app.domain.vocabulary import Intent, Locale
 
-CACHEABLE_INTENTS: frozenset[Intent] = frozenset({"bill_change", "fees_interest", "payment"})
+CACHEABLE_INTENTS: frozenset[Intent] = frozenset(CANONICAL_QUESTIONS)
 
 
 class CacheKey(msgspec.Struct, frozen=True, kw_only=True):
@@ -26,19 +33,21 @@ class CacheKey(msgspec.Struct, frozen=True, kw_only=True):
     intent: Intent
     locale: Locale
     prompt_version: str
-    model: str
+    engine_profile: str
     as_of: date
 
 
 _LOOKUP = text("""
 SELECT answer::text FROM answer_cache
 WHERE tenant_id = :tenant_id AND statement_id = :statement_id AND data_version = :data_version
-  AND intent = :intent AND locale = :locale AND prompt_version = :prompt_version AND model = :model
+  AND intent = :intent AND locale = :locale AND prompt_version = :prompt_version
+  AND engine_profile = :engine_profile
   AND as_of = :as_of
 """)
 _STORE = text("""
-INSERT INTO answer_cache (tenant_id, statement_id, data_version, intent, locale, prompt_version, model, as_of, answer)
-VALUES (:tenant_id, :statement_id, :data_version, :intent, :locale, :prompt_version, :model, :as_of,
+INSERT INTO answer_cache (tenant_id, statement_id, data_version, intent, locale, prompt_version, engine_profile,
+                          as_of, answer)
+VALUES (:tenant_id, :statement_id, :data_version, :intent, :locale, :prompt_version, :engine_profile, :as_of,
         CAST(:answer AS jsonb))
 ON CONFLICT ON CONSTRAINT uq_answer_cache_key DO NOTHING
 """)

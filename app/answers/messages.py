@@ -36,6 +36,8 @@ class Ask:
     # This request's audit row, for a caller that links to it (a cache hit answers with the
     # original answer's id).
     audit_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    # The intent's canonical question (precompute, the fill after a miss): only its answer is cached.
+    canonical: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

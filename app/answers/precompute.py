@@ -8,16 +8,17 @@ from datetime import date, timedelta
 
 from sqlalchemy import text
 
-from app.answers.batch import DEFAULT_QUESTION
 from app.answers.messages import Ask
 from app.answers.schemas import ExplanationRequest, ExplanationResponse
 from app.answers.service import AnswerService
 from app.data.database import autocommit
+from app.domain.intents import CANONICAL_QUESTIONS
+from app.domain.vocabulary import Locale
 from app.prompts import PROMPT_VERSION
 
 # The latest statement of each account that closed recently and has no fresh cached answer.
 _WANTED = text("""
-SELECT s.tenant_id, a.ref, s.period_end
+SELECT s.tenant_id, a.ref, s.period_end, c.locale
 FROM accounts a
 JOIN customers c ON c.tenant_id = a.tenant_id AND c.id = a.customer_id
 JOIN LATERAL (SELECT * FROM statements s WHERE s.tenant_id = a.tenant_id AND s.account_id = a.id
@@ -27,12 +28,15 @@ WHERE s.period_end >= :since AND s.period_end <= :today
   AND NOT EXISTS (SELECT 1 FROM answer_cache k
                   WHERE k.tenant_id = s.tenant_id AND k.statement_id = s.id AND k.data_version = s.data_version
                     AND k.intent = 'bill_change' AND k.locale = c.locale AND k.prompt_version = :prompt_version
-                    AND k.model = :model AND k.as_of = :today)
+                    AND k.engine_profile = :engine_profile AND k.as_of = :today)
 ORDER BY s.tenant_id, a.ref
 """)
 
 
-async def wanted(answers: AnswerService, today: date, days: int, tenant: str | None) -> list[tuple[int, str, date]]:
+Wanted = tuple[int, str, date, Locale]  # tenant id, account ref, statement period end, the customer's locale
+
+
+async def wanted(answers: AnswerService, today: date, days: int, tenant: str | None) -> list[Wanted]:
     assert answers.llm is not None, "precomputing needs an engine"
     async with autocommit(answers.db) as conn:
         rows = await conn.execute(
@@ -42,27 +46,29 @@ async def wanted(answers: AnswerService, today: date, days: int, tenant: str | N
                 "today": today,
                 "tenant": tenant,
                 "prompt_version": PROMPT_VERSION,
-                "model": answers.llm.model,
+                "engine_profile": answers.llm.profile,
             },
         )
-        return [(t, ref, end) for t, ref, end in rows.all()]
+        return [(t, ref, end, locale) for t, ref, end, locale in rows.all()]
 
 
 async def precompute(
     answers: AnswerService,
-    todo: list[tuple[int, str, date]],
+    todo: list[Wanted],
     today: date,
     on_done: Callable[[ExplanationResponse], None] = lambda answer: None,
 ) -> None:
-    """Answer each statement's bill-change question as of today; validated answers land in the cache."""
-    for tenant_id, account_ref, period_end in todo:
+    """Answer each statement's canonical bill-change question as of today; validated answers land in
+    the cache."""
+    for tenant_id, account_ref, period_end, locale in todo:
         principal = await answers.tenant(tenant_id)
         assert principal is not None
         request = ExplanationRequest(
             account_ref=account_ref,
-            question=DEFAULT_QUESTION,
+            question=CANONICAL_QUESTIONS["bill_change"][locale],
             statement_period_end=period_end,
             as_of=today,
             channel="batch",
         )
-        on_done(await answers.explain(Ask(principal=principal, request=request, channel="batch", today=today)))
+        ask = Ask(principal=principal, request=request, channel="batch", today=today, canonical=True)
+        on_done(await answers.explain(ask))

@@ -11,11 +11,13 @@ text that replaces it); `explain` gives its last event, the whole answer (JSON A
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import aclosing, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import msgspec
+import structlog
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.answers import cache
@@ -23,25 +25,27 @@ from app.answers.cache import CACHEABLE_INTENTS, CacheKey
 from app.answers.gate import SentenceGate
 from app.answers.generation import Outcome, answer_request, stream_model
 from app.answers.messages import Ask, ChatEvent, Delta, Facts, Final, Replace, Turn, final_answer
-from app.answers.schemas import ExplanationResponse, PaymentOut, StatementOut, TotalsOut, Usage
+from app.answers.schemas import ExplanationRequest, ExplanationResponse, PaymentOut, StatementOut, TotalsOut, Usage
 from app.data.audit import AuditRow, record_answer
 from app.data.database import autocommit
 from app.data.history import load_history
 from app.data.tenants import Principal, principal_for
 from app.domain.facts import compute_facts
-from app.domain.intents import classify, mentioned
+from app.domain.intents import CANONICAL_QUESTIONS, classify, mentioned
 from app.domain.priority import QUEUE_DEADLINE_S, effective_level
 from app.domain.reasons import Reason
 from app.domain.slots import fill
 from app.domain.validation import validate
 from app.domain.vocabulary import Source
-from app.errors import NotFound
+from app.errors import NotFound, Shed
 from app.inference.engine import Engine, GenerationRequest
 from app.inference.factory import build_engine
 from app.inference.scheduler import Hooks, Scheduler
 from app.metrics import ANSWERS, CACHED_TOKENS, COMPLETION_TOKENS, FALLBACKS, PROMPT_TOKENS, SPEC_ACCEPT_RATE
 from app.prompts import PROMPT_VERSION, render_fallback, render_prompt, slot_values
 from app.settings import Settings
+
+log = structlog.get_logger("bill_assistant.answers")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,6 +54,8 @@ class AnswerService:
     llm: Engine | None  # None: deterministic answers only (ENGINE=off)
     scheduler: Scheduler
     settings: Settings
+    # Canonical answers being generated after a miss, by cache key (app/answers/cache.py).
+    _filling: dict[CacheKey, asyncio.Task[None]] = field(default_factory=dict, init=False, repr=False)
 
     @classmethod
     def build(cls, db: AsyncEngine, settings: Settings, hooks: Hooks | None = None) -> AnswerService:
@@ -78,6 +84,8 @@ class AnswerService:
                 yield Delta(hit.explanation)
                 yield Final(await self._audit(turn, hit, None))
                 return
+            if ask.use_cache and not ask.canonical:
+                self._fill_cache_later(turn)
             fallback = self._deterministic(turn)
             outcome = None
             values = slot_values(turn.facts, turn.locale)
@@ -150,7 +158,7 @@ class AnswerService:
             intent=turn.intent,
             locale=turn.locale,
             prompt_version=PROMPT_VERSION,
-            model=self.llm.model,
+            engine_profile=self.llm.profile,
             as_of=turn.as_of,
         )
 
@@ -166,6 +174,34 @@ class AnswerService:
             return None
         # The original answer, its id included; only the source and the timings are this request's.
         return msgspec.structs.replace(msgspec.json.decode(cached, type=ExplanationResponse), source="cache")
+
+    def _fill_cache_later(self, turn: Turn) -> None:
+        """After a miss, answer the intent's canonical question about this statement at batch
+        priority (behind every person), so that the next question of that intent is a cache hit.
+        At most one such answer per key at a time; shed or failed, it is simply not cached."""
+        key = self._cache_key(turn)
+        if key is None or key in self._filling:
+            return
+        request = ExplanationRequest(
+            account_ref=turn.facts.account_ref,
+            question=CANONICAL_QUESTIONS[turn.intent][turn.locale],
+            statement_period_end=turn.facts.statement.period_end,
+            as_of=turn.as_of,
+            locale=turn.locale,
+            channel="batch",
+        )
+        ask = Ask(principal=turn.ask.principal, request=request, channel="batch", today=turn.as_of, canonical=True)
+        task = asyncio.get_running_loop().create_task(self._fill(ask))
+        self._filling[key] = task
+        task.add_done_callback(lambda _: self._filling.pop(key, None))
+
+    async def _fill(self, ask: Ask) -> None:
+        try:
+            await self.explain(ask)
+        except Shed:
+            pass  # the engine is busy with people: the next miss queues it again
+        except Exception:  # never the asking customer's problem; logged for the operator
+            log.exception("canonical answer failed", tenant=ask.principal.tenant_slug, account=ask.request.account_ref)
 
     def _deterministic(self, turn: Turn) -> str:
         """The answer served when the model is not asked or fails: rendered from the facts alone."""
@@ -214,7 +250,7 @@ class AnswerService:
             FALLBACKS.labels(reason=reason.rule).inc()
         answer = self._response(turn, explanation=explanation, source=source, model=model, usage=usage)
         key = self._cache_key(turn)
-        if source == "model" and key is not None:  # only validated answers are remembered
+        if source == "model" and turn.ask.canonical and key is not None:  # validated canonical answers only
             async with autocommit(self.db) as conn:
                 await cache.store(conn, key, msgspec.json.encode(answer).decode())
         return await self._audit(turn, answer, reason), reason

@@ -212,7 +212,7 @@ class Answer(Base):
 
 
 class CachedAnswer(Base):
-    """Validated model answers, by exact key: a hit can never describe other data, template or model."""
+    """Validated canonical answers, by exact key: a hit can never describe other data, template or engine."""
 
     __tablename__ = "answer_cache"
     __table_args__ = (
@@ -226,7 +226,7 @@ class CachedAnswer(Base):
             "intent",
             "locale",
             "prompt_version",
-            "model",
+            "engine_profile",
             "as_of",
             name=conv("uq_answer_cache_key"),
         ),
@@ -239,7 +239,7 @@ class CachedAnswer(Base):
     intent: Mapped[str] = mapped_column(String(16))
     locale: Mapped[str] = mapped_column(String(8))
     prompt_version: Mapped[str] = mapped_column(String(16))
-    model: Mapped[str] = mapped_column(String(200))
+    engine_profile: Mapped[str] = mapped_column(String(200))  # model, quantization, engine build
     as_of: Mapped[date] = mapped_column(Date)
     answer: Mapped[dict[str, Any]] = mapped_column(JSONB)
     created_at: Mapped[datetime] = _created_at()

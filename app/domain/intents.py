@@ -10,7 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from app.domain.vocabulary import Intent
+from app.domain.vocabulary import Intent, Locale
+
+# The one question per intent whose answer may be cached: precomputed, or generated at batch
+# priority after a miss. A customer's own wording is never cached (app/answers/cache.py).
+CANONICAL_QUESTIONS: dict[Intent, dict[Locale, str]] = {
+    "bill_change": {"en": "Why is my bill different from last month?", "zh-CN": "为什么这个月的账单和上个月不一样？"},
+    "fees_interest": {"en": "Why was I charged fees or interest?", "zh-CN": "为什么我被收取了费用或利息？"},
+    "payment": {"en": "Did my payment arrive, and when is it due?", "zh-CN": "我的还款到账了吗？什么时候到期？"},
+}
 
 _RULES: list[tuple[Intent, re.Pattern[str]]] = [
     # Requests the assistant cannot serve, even when they mention the bill: a person must.

@@ -8,6 +8,7 @@ block, so each generation runs on a worker thread and streams into the event loo
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import importlib.util
 import threading
 from collections.abc import AsyncIterator
@@ -60,6 +61,8 @@ class EmbeddedEngine:
         params.port = 0  # its HTTP side listens on a free loopback port; we use it for health and tokenize
         self._server = xlc.Server(params)
         self.model = Path(model_path).name
+        build = importlib.metadata.version("xllamacpp")
+        self.profile = f"llama.cpp:xllamacpp-{build}:{self.model}" + (":ngram" if speculative == "ngram" else "")
         self._executor = ThreadPoolExecutor(max_workers=parallel * 2, thread_name_prefix="llama")
         self._stops: dict[str, threading.Event] = {}
         self._http = httpx.AsyncClient(base_url=self._server.listening_address, timeout=10)

@@ -48,7 +48,10 @@ def engine_error(engine: str, error: Any) -> EngineError:
 @runtime_checkable
 class Engine(Protocol):
     name: str  # "embedded" | "sglang"
-    model: str
+    model: str  # the model's label, in responses and audit rows
+    # What the answers depend on beyond the model's label: its quantization, the engine and its build.
+    # Part of the answer cache's key, so another engine's answers are never served from it.
+    profile: str
 
     def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
         """Text deltas, then exactly one Finished. Cancelling the iteration aborts the request."""

@@ -16,6 +16,7 @@ def build_engine(settings: Settings) -> Engine | None:
             settings.sglang_url,
             api_key=settings.sglang_api_key,
             model=settings.sglang_model,
+            profile=settings.sglang_profile,
             incremental=settings.sglang_incremental,
             timeout_s=settings.engine_timeout_s + 5,
         )

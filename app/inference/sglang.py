@@ -33,12 +33,14 @@ class SGLangEngine:
         *,
         api_key: str | None = None,
         model: str = "sglang",
+        profile: str = "",
         incremental: bool = False,
         timeout_s: float = 60.0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.model = model
+        self.profile = f"sglang:{model}" + (f":{profile}" if profile else "")
         self._incremental = incremental
         self._client = httpx.AsyncClient(
             base_url=base_url.rstrip("/"),

@@ -33,6 +33,7 @@ def test_defaults() -> None:
         sglang_url="http://127.0.0.1:30000",
         sglang_api_key=None,
         sglang_model="sglang",
+        sglang_profile="",
         sglang_incremental=False,
         chat_template="chatml",
         prompt_layout="static",
