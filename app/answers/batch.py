@@ -17,7 +17,7 @@ from app.answers.schemas import ExplanationRequest
 from app.answers.service import AnswerService
 from app.data.database import autocommit
 from app.data.jobs import ClaimedItem, claim_items, finish_item, release_item
-from app.errors import NotFound, Shed
+from app.errors import NotFound, Shed, UnreadableData
 
 DEFAULT_QUESTION = "Why is my bill different from last month?"
 log = structlog.get_logger("bill_assistant.batch")
@@ -63,6 +63,8 @@ class BatchWorker:
             error = f"not_found: {exc}"
         except msgspec.ValidationError as exc:
             error = f"invalid: {exc}"
+        except UnreadableData as exc:
+            error = f"unreadable_data: {exc}"
         except Shed:  # the engine is busy with people: the item waits for another pass
             async with autocommit(self.db) as conn:
                 await release_item(conn, item)

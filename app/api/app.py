@@ -38,7 +38,7 @@ from app.api.health import health, ready
 from app.api.jobs import JobController
 from app.api.metrics import MetricsController
 from app.api.request_log import RequestLogMiddleware
-from app.data.database import asyncpg_url
+from app.data.database import asyncpg_url, engine_options
 from app.metrics import scheduler_hooks
 from app.prompts import load_templates
 from app.settings import PROJECT_ROOT, Settings
@@ -128,11 +128,7 @@ async def _shutdown(app: Litestar) -> None:
 def create_app(settings: Settings, database_url: str) -> Litestar:
     db = SQLAlchemyAsyncConfig(
         connection_string=asyncpg_url(database_url),
-        engine_config=EngineConfig(
-            pool_size=settings.db_pool_size,
-            max_overflow=settings.db_max_overflow,
-            connect_args={"server_settings": {"application_name": "bill-assistant"}},
-        ),
+        engine_config=EngineConfig(**engine_options(settings)),  # bounded connects, pre-ping
         create_all=False,  # the schema is Alembic's job
     )
     key_cache = KeyCache(settings.api_key_cache_ttl)

@@ -7,12 +7,17 @@ from typing import Any
 import structlog
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
-from litestar.status_codes import HTTP_404_NOT_FOUND, HTTP_500_INTERNAL_SERVER_ERROR
+from litestar.status_codes import (
+    HTTP_404_NOT_FOUND,
+    HTTP_422_UNPROCESSABLE_ENTITY,
+    HTTP_500_INTERNAL_SERVER_ERROR,
+    HTTP_503_SERVICE_UNAVAILABLE,
+)
 
 from app.answers.schemas import REF_PATTERN
 from app.api.body import MAX_BODY_BYTES
 from app.api.disconnect import ClientGone
-from app.errors import NotFound, Shed
+from app.errors import DatabaseUnavailable, NotFound, Shed, UnreadableData
 
 log = structlog.get_logger("bill_assistant.errors")
 
@@ -61,6 +66,21 @@ def not_found(request: Request, exc: NotFound) -> Response[Any]:  # type: ignore
     return Response(_body(HTTP_404_NOT_FOUND, str(exc)), status_code=HTTP_404_NOT_FOUND)
 
 
+def database_unavailable(request: Request, exc: DatabaseUnavailable) -> Response[Any]:  # type: ignore[type-arg]
+    """503 with Retry-After while the database cannot be reached; the cause is logged, not shown."""
+    log.warning("database unavailable", route=request.scope.get("path_template"), cause=repr(exc.__cause__))
+    body = _body(HTTP_503_SERVICE_UNAVAILABLE, str(exc)) | {"error": "database_unavailable"}
+    headers = {"Retry-After": str(exc.retry_after_s)}
+    return Response(body, status_code=HTTP_503_SERVICE_UNAVAILABLE, headers=headers)
+
+
+def unreadable_data(request: Request, exc: UnreadableData) -> Response[Any]:  # type: ignore[type-arg]
+    """422: this account's stored rows cannot be read; other accounts still answer."""
+    log.warning("unreadable stored data", route=request.scope.get("path_template"), message=str(exc))
+    body = _body(HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) | {"error": "unreadable_data"}
+    return Response(body, status_code=HTTP_422_UNPROCESSABLE_ENTITY)
+
+
 def internal_error(request: Request, exc: Exception) -> Response[Any]:  # type: ignore[type-arg]
     log.exception("unhandled error", route=request.scope.get("path_template"))
     return Response(
@@ -74,5 +94,7 @@ EXCEPTION_HANDLERS = {
     NotFound: not_found,
     Shed: shed,
     ClientGone: client_gone,
+    DatabaseUnavailable: database_unavailable,
+    UnreadableData: unreadable_data,
     Exception: internal_error,
 }

@@ -11,6 +11,7 @@ from sqlalchemy import text
 
 from app.answers.service import AnswerService
 from app.data.database import autocommit
+from app.errors import DatabaseUnavailable
 
 
 @get("/health", sync_to_thread=False)
@@ -27,11 +28,11 @@ async def ready(answers: NamedDependency[AnswerService]) -> Response[dict[str, A
     try:
         async with autocommit(answers.db) as conn:
             await conn.execute(text("SELECT 1"))
-    except Exception as exc:  # any failure means not ready; say which
+    except DatabaseUnavailable as exc:  # anything else is a bug: a 500, like on every route
         return Response(
-            {"status": "unavailable", "database": type(exc).__name__},
+            {"status": "unavailable", "database": "unavailable", "message": str(exc)},
             status_code=HTTP_503_SERVICE_UNAVAILABLE,
-            headers={"Retry-After": "5"},
+            headers={"Retry-After": str(exc.retry_after_s)},
         )
     llm = answers.llm
     body["engine"] = "off" if llm is None else ("ok" if await llm.health() else "unavailable")

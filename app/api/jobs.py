@@ -25,7 +25,7 @@ from app.answers.batch import item_request
 from app.answers.schemas import BatchRequest, JobAccepted
 from app.api.auth import provide_principal
 from app.api.body import json_body
-from app.data.database import autocommit
+from app.data.database import autocommit, connection
 from app.data.jobs import create_job, job_view
 from app.data.tenants import Principal
 from app.errors import IdempotencyMismatch, NotFound
@@ -58,7 +58,7 @@ class JobController(Controller):
             except (msgspec.ValidationError, ValueError) as exc:
                 raise ValidationException(f"items[{index}]: {exc}") from None
         payload = [{k: v for k, v in item.items() if v is not None} for item in items]
-        async with db_engine.begin() as conn:
+        async with connection(db_engine, transaction=True) as conn:
             try:
                 job_id, _ = await create_job(conn, principal.tenant_id, key, payload)
             except IdempotencyMismatch as exc:
