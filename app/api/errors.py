@@ -1,9 +1,11 @@
-"""Every error is JSON: {"status", "error", "message", "details"?}, with a message a caller can act on."""
+"""Every error is JSON, an ErrorBody: {"status", "error", "message", "details"?, "retry_after_s"?}, with a
+message a caller can act on. The OpenAPI document describes errors with the same struct (app/api/openapi.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import structlog
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
@@ -21,11 +23,18 @@ _NAMES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_f
           499: "client_closed_request", 500: "internal_error", 503: "unavailable"}  # fmt: skip
 
 
-def _body(status: int, message: str, details: Any = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"status": status, "error": _NAMES.get(status, "error"), "message": message}
-    if details:
-        body["details"] = details
-    return body
+class ErrorBody(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The body of every error response."""
+
+    status: int  # the HTTP status again
+    error: str  # a stable name for the kind of error: "bad_request", "rate_limited", ...
+    message: str  # what is wrong, for a person
+    details: list[Any] | None = None  # per-field validation errors, when there are some
+    retry_after_s: int | None = None  # 429 and 503 from shedding: when to try again (also Retry-After)
+
+
+def _body(status: int, message: str, details: Any = None) -> ErrorBody:
+    return ErrorBody(status=status, error=_NAMES.get(status, "error"), message=message, details=details or None)
 
 
 def http_error(request: Request, exc: HTTPException) -> Response[Any]:  # type: ignore[type-arg]
@@ -48,7 +57,7 @@ def http_error(request: Request, exc: HTTPException) -> Response[Any]:  # type: 
 def shed(request: Request, exc: Shed) -> Response[Any]:  # type: ignore[type-arg]
     """429 (this tenant's rate) or 503 (overloaded, shutting down), always with Retry-After."""
     retry = int(exc.retry_after_s)
-    body = _body(exc.status, str(exc)) | {"error": exc.reason, "retry_after_s": retry}
+    body = ErrorBody(status=exc.status, error=exc.reason, message=str(exc), retry_after_s=retry)
     return Response(body, status_code=exc.status, headers={"Retry-After": str(retry)})
 
 
