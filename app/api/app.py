@@ -18,7 +18,6 @@ from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.logging.config import StructLoggingConfig
-from litestar.openapi import OpenAPIConfig
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.plugins.structlog import StructlogConfig, StructlogPlugin
 from litestar.static_files import create_static_files_router
@@ -37,6 +36,7 @@ from app.api.explanations import ExplanationController
 from app.api.health import health, ready
 from app.api.jobs import JobController
 from app.api.metrics import MetricsController
+from app.api.openapi import OPENAPI_PLUGINS, openapi_config
 from app.api.request_log import RequestLogMiddleware
 from app.data.database import asyncpg_url, engine_options
 from app.metrics import scheduler_hooks
@@ -152,7 +152,7 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
             MetricsController,
             create_static_files_router("/static", [WEB / "static"], include_in_schema=False),
         ],
-        plugins=[SQLAlchemyPlugin(config=db), _structlog(settings)],
+        plugins=[SQLAlchemyPlugin(config=db), _structlog(settings), *OPENAPI_PLUGINS],
         lifespan=[_answers_lifespan],
         dependencies={
             "settings": Provide(lambda: settings, use_cache=True, sync_to_thread=False),
@@ -167,5 +167,5 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
         on_shutdown=[_shutdown],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         template_config=TemplateConfig(directory=WEB / "templates", engine=JinjaTemplateEngine),
-        openapi_config=OpenAPIConfig(title="Bill Assistant", version="0.1.0", path="/schema"),
+        openapi_config=openapi_config(),
     )

@@ -1,9 +1,11 @@
-"""Every error is JSON: {"status", "error", "message", "details"?}, with a message a caller can act on."""
+"""Every error is JSON, an ErrorBody: {"status", "error", "message", "details"?, "retry_after_s"?}, with a
+message a caller can act on. The OpenAPI document describes errors with the same struct (app/api/openapi.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import structlog
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
@@ -26,11 +28,18 @@ _NAMES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_f
           499: "client_closed_request", 500: "internal_error", 503: "unavailable"}  # fmt: skip
 
 
-def _body(status: int, message: str, details: Any = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"status": status, "error": _NAMES.get(status, "error"), "message": message}
-    if details:
-        body["details"] = details
-    return body
+class ErrorBody(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The body of every error response."""
+
+    status: int  # the HTTP status again
+    error: str  # a stable name for the kind of error: "bad_request", "rate_limited", ...
+    message: str  # what is wrong, for a person
+    details: list[Any] | None = None  # per-field validation errors, when there are some
+    retry_after_s: int | None = None  # 429 and 503 from shedding: when to try again (also Retry-After)
+
+
+def _body(status: int, message: str, details: Any = None) -> ErrorBody:
+    return ErrorBody(status=status, error=_NAMES.get(status, "error"), message=message, details=details or None)
 
 
 def http_error(request: Request, exc: HTTPException) -> Response[Any]:  # type: ignore[type-arg]
@@ -53,7 +62,7 @@ def http_error(request: Request, exc: HTTPException) -> Response[Any]:  # type: 
 def shed(request: Request, exc: Shed) -> Response[Any]:  # type: ignore[type-arg]
     """429 (this tenant's rate) or 503 (overloaded, shutting down), always with Retry-After."""
     retry = int(exc.retry_after_s)
-    body = _body(exc.status, str(exc)) | {"error": exc.reason, "retry_after_s": retry}
+    body = ErrorBody(status=exc.status, error=exc.reason, message=str(exc), retry_after_s=retry)
     return Response(body, status_code=exc.status, headers={"Retry-After": str(retry)})
 
 
@@ -69,7 +78,7 @@ def not_found(request: Request, exc: NotFound) -> Response[Any]:  # type: ignore
 def database_unavailable(request: Request, exc: DatabaseUnavailable) -> Response[Any]:  # type: ignore[type-arg]
     """503 with Retry-After while the database cannot be reached; the cause is logged, not shown."""
     log.warning("database unavailable", route=request.scope.get("path_template"), cause=repr(exc.__cause__))
-    body = _body(HTTP_503_SERVICE_UNAVAILABLE, str(exc)) | {"error": "database_unavailable"}
+    body = ErrorBody(status=HTTP_503_SERVICE_UNAVAILABLE, error="database_unavailable", message=str(exc))
     headers = {"Retry-After": str(exc.retry_after_s)}
     return Response(body, status_code=HTTP_503_SERVICE_UNAVAILABLE, headers=headers)
 
@@ -77,7 +86,7 @@ def database_unavailable(request: Request, exc: DatabaseUnavailable) -> Response
 def unreadable_data(request: Request, exc: UnreadableData) -> Response[Any]:  # type: ignore[type-arg]
     """422: this account's stored rows cannot be read; other accounts still answer."""
     log.warning("unreadable stored data", route=request.scope.get("path_template"), message=str(exc))
-    body = _body(HTTP_422_UNPROCESSABLE_ENTITY, str(exc)) | {"error": "unreadable_data"}
+    body = ErrorBody(status=HTTP_422_UNPROCESSABLE_ENTITY, error="unreadable_data", message=str(exc))
     return Response(body, status_code=HTTP_422_UNPROCESSABLE_ENTITY)
 
 

@@ -10,6 +10,7 @@ from litestar.status_codes import HTTP_503_SERVICE_UNAVAILABLE
 from sqlalchemy import text
 
 from app.answers.service import AnswerService
+from app.api.openapi import READY_ROUTE
 from app.data.database import autocommit
 from app.errors import DatabaseUnavailable
 
@@ -20,7 +21,7 @@ def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@get("/ready")
+@get("/ready", **READY_ROUTE)
 async def ready(answers: NamedDependency[AnswerService]) -> Response[dict[str, Any]]:
     """The process can reach its database and its engine. Without the engine it still answers
     (deterministically), so that is reported but does not make the service unready."""
