@@ -1,6 +1,6 @@
 """SIGTERM with a hung engine: the real `bill-assistant serve` exits within DRAIN_TIMEOUT_S + 2 s;
-what was in flight is answered with the deterministic text at the drain deadline, audited, and its
-engine request aborted."""
+what was in the engine is answered with the deterministic text at the drain deadline, audited, and
+its engine request aborted; what was queued for the engine gets 503 `shutting_down` with Retry-After."""
 
 from __future__ import annotations
 
@@ -77,6 +77,9 @@ async def test_sigterm_with_a_hung_engine_answers_in_flight_requests_and_exits_i
         DRAIN_TIMEOUT_S=str(DRAIN_S),
         API_KEY_CACHE_TTL="0",
         BATCH_WORKER="0",
+        ENGINE_CAPACITY=str(len(asks)),  # the request after those waits in the admission queue
+        QUEUE_DEADLINE_SCALE="100",  # ... long enough for the signal to find it there
+        METRICS_TOKEN="",
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -87,8 +90,15 @@ async def test_sigterm_with_a_hung_engine_answers_in_flight_requests_and_exits_i
             while len(fake_sglang.fake.requests) < len(asks):  # every one of them waits on the engine
                 assert time.monotonic() < deadline, "the requests did not reach the engine"
                 await asyncio.sleep(0.05)
+            queued = asyncio.create_task(http.post("/v1/explanations", json=asks[0], headers=headers))
+            depth = f'bill_assistant_queue_depth{{level="1",tenant="{tenant.slug}"}} 1.0'
+            while depth not in (await http.get("/metrics")).text:
+                assert time.monotonic() < deadline, "the fourth request was not queued"
+                await asyncio.sleep(0.05)
             proc.send_signal(signal.SIGTERM)
             sent = time.monotonic()
+            shed = await queued
+            shed_s = time.monotonic() - sent
             responses = await asyncio.gather(*in_flight)
             answered_s = time.monotonic() - sent
             await asyncio.to_thread(proc.wait, DRAIN_S + 5)
@@ -103,6 +113,10 @@ async def test_sigterm_with_a_hung_engine_answers_in_flight_requests_and_exits_i
     # The engine requests get the whole drain time, no longer; the process then ends promptly.
     assert DRAIN_S <= answered_s < DRAIN_S + 1, (answered_s, output)
     assert DRAIN_S <= exited_s < DRAIN_S + 2, (exited_s, output)
+    assert shed_s < 1, shed_s  # at once, not at the drain deadline
+    assert shed.status_code == 503
+    assert shed.headers["retry-after"] == "5"
+    assert shed.json()["error"] == "shutting_down"
     assert [r.status_code for r in responses] == [200, 200, 200]
     bodies = [r.json() for r in responses]
     assert [b["source"] for b in bodies] == ["fallback"] * 3
