@@ -80,7 +80,11 @@ class AnswerService:
             outcome = None
             if self.llm is not None and turn.intent != "out_of_scope":  # a polite refusal needs no model
                 stream = stream_model(
-                    self.llm, self._generation(turn), timeout_s=self.settings.engine_timeout_s, stopwatch=ask.stopwatch
+                    self.llm,
+                    self._generation(turn),
+                    timeout_s=self.settings.engine_timeout_s,
+                    stopwatch=ask.stopwatch,
+                    drain=self.scheduler.drain,
                 )
                 async for item in stream:
                     if isinstance(item, Outcome):

@@ -39,6 +39,7 @@ from app.api.metrics import MetricsController
 from app.api.openapi import OPENAPI_PLUGINS, openapi_config
 from app.api.request_log import RequestLogMiddleware
 from app.data.database import asyncpg_url, engine_options
+from app.inference.scheduler import CUT_OFF_GRACE_S
 from app.metrics import scheduler_hooks
 from app.prompts import load_templates
 from app.settings import PROJECT_ROOT, Settings
@@ -89,8 +90,9 @@ def _structlog(settings: Settings) -> StructlogPlugin:
 @asynccontextmanager
 async def _answers_lifespan(app: Litestar) -> AsyncIterator[None]:
     """The answer service lives as long as the app, built once around the pool, the engine (a
-    model load) and the admission scheduler; on shutdown new work is refused, running work drains,
-    then the engine closes."""
+    model load) and the admission scheduler; on shutdown new work is refused, running work drains
+    (engine requests are cut short at the drain deadline: `serve` starts the drain as soon as the
+    signal comes, this keeps its deadline), then the engine closes."""
     settings: Settings = app.state.settings
     db: SQLAlchemyAsyncConfig = app.state.db_config
     answers = AnswerService.build(db.get_engine(), settings, scheduler_hooks())
@@ -103,7 +105,11 @@ async def _answers_lifespan(app: Litestar) -> AsyncIterator[None]:
         except TimeoutError:
             structlog.get_logger("bill_assistant").warning("shutdown: in-flight requests did not finish in time")
         if answers.llm is not None:
-            await answers.llm.close()
+            # Bounded: a hung engine may not answer the aborts either, and the process must still end.
+            try:
+                await asyncio.wait_for(answers.llm.close(), CUT_OFF_GRACE_S)
+            except TimeoutError:
+                structlog.get_logger("bill_assistant").warning("shutdown: the engine did not close in time")
 
 
 async def _start_batch_worker(app: Litestar) -> None:
