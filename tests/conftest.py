@@ -96,7 +96,8 @@ def load(engine: AsyncEngine) -> Callable[[dict[str, Any]], Awaitable[ImportRepo
 @pytest.fixture
 async def client(database_url: str) -> AsyncIterator[AsyncTestClient[Any]]:
     # Deterministic answers: these tests check exact numbers and texts. Model answers have their own.
-    app = create_app(Settings.from_env({"ENGINE": "off"}), database_url)
+    # The lag guard is tested in test_overload.py; here a slow first request must not shed the next.
+    app = create_app(Settings.from_env({"ENGINE": "off", "MAX_LOOP_LAG_MS": "0"}), database_url)
     async with AsyncTestClient(app=app) as client:
         yield client
 
