@@ -37,6 +37,7 @@ from app.api.health import health, ready
 from app.api.jobs import JobController
 from app.api.metrics import MetricsController
 from app.api.openapi import OPENAPI_PLUGINS, openapi_config
+from app.api.overload import LagMonitor, Limiter, OverloadMiddleware
 from app.api.request_log import RequestLogMiddleware
 from app.data.database import asyncpg_url, engine_options
 from app.inference.scheduler import CUT_OFF_GRACE_S
@@ -138,6 +139,9 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
         create_all=False,  # the schema is Alembic's job
     )
     key_cache = KeyCache(settings.api_key_cache_ttl)
+    limiter = Limiter(
+        max_in_flight=settings.max_in_flight, max_lag_s=settings.max_loop_lag_ms / 1000, monitor=LagMonitor()
+    )
     # Browsers on the banks' own sites call the chat API with a bearer token, never a cookie.
     cors = CORSConfig(
         allow_origins=list(settings.widget_origins),
@@ -159,14 +163,15 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
             create_static_files_router("/static", [WEB / "static"], include_in_schema=False),
         ],
         plugins=[SQLAlchemyPlugin(config=db), _structlog(settings), *OPENAPI_PLUGINS],
-        lifespan=[_answers_lifespan],
+        lifespan=[_answers_lifespan, limiter.lifespan],
         dependencies={
             "settings": Provide(lambda: settings, use_cache=True, sync_to_thread=False),
             "key_cache": Provide(lambda: key_cache, use_cache=True, sync_to_thread=False),
             "answers": Provide(_provide_answers, sync_to_thread=False),
         },
-        state=State({"settings": settings, "db_config": db}),
-        middleware=[RequestLogMiddleware()],
+        state=State({"settings": settings, "db_config": db, "limiter": limiter}),
+        # The overload guard inside the request log, so a refused request is logged (status 503).
+        middleware=[RequestLogMiddleware(), OverloadMiddleware(limiter)],
         request_max_body_size=MAX_BODY_BYTES,  # larger bodies: 413
         cors_config=cors if settings.widget_origins else None,
         on_startup=[load_templates, _start_batch_worker, _freeze_startup_objects],
