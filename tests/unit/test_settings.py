@@ -43,7 +43,7 @@ def test_defaults() -> None:
         engine_capacity=2,
         drain_timeout_s=30.0,
         max_in_flight=64,
-        max_loop_lag_ms=50.0,
+        max_loop_lag_ms=0.0,
         queue_deadline_scale=1.0,
         batch_worker=True,
         batch_poll_s=0.5,
