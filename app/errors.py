@@ -36,3 +36,15 @@ class InvalidToken(ValueError):
 
 class IdempotencyMismatch(ValueError):
     """An Idempotency-Key used again with a different request body; status 422."""
+
+
+class DatabaseUnavailable(RuntimeError):
+    """The database cannot be reached (refused, closed, restarting, out of connections, too slow to
+    connect); status 503 with Retry-After. A failed statement on a live connection is not this."""
+
+    retry_after_s = 5
+
+
+class UnreadableData(ValueError):
+    """One account's stored rows cannot be read (a date like 'infinity', written before the importer
+    refused it); status 422 for that account only."""

@@ -60,3 +60,12 @@ def scheduler_hooks() -> Hooks:
         cancelled=lambda tenant, level, where: CANCELLED.labels(tenant, str(level), where).inc(),
         depth=lambda tenant, level, depth: QUEUE_DEPTH.labels(tenant, str(level)).set(depth),
     )
+
+
+HTTP_SHED = Counter(
+    "bill_assistant_http_shed_total",
+    "Requests refused with 503 before any work by the per-process overload guard (app/api/overload.py), by reason.",
+    ["reason"],
+)
+HTTP_IN_FLIGHT = Gauge("bill_assistant_http_in_flight", "HTTP requests being handled by this process.")
+LOOP_LAG = Gauge("bill_assistant_event_loop_lag_seconds", "How late the event loop last woke a 50 ms sleep.")

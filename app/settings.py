@@ -140,6 +140,12 @@ class Settings:
     engine_capacity: int
     # On shutdown, how long in-flight requests may take to finish.
     drain_timeout_s: float
+    # Overload guard on every path (app/api/overload.py): at most this many requests handled at
+    # once per process, and none while the event loop wakes this late (0: lag not checked);
+    # the rest get 503 + Retry-After at once. Default in flight: about the database pool without
+    # an engine (answers take milliseconds); with one, room for the engine's slots and its queue.
+    max_in_flight: int
+    max_loop_lag_ms: float
     # Multiplies every channel's queue deadline (app/domain/priority.py): above 1 on a slow CPU engine.
     queue_deadline_scale: float
     # The batch worker in the service: on/off, how often it looks for work, and its lease on an item
@@ -209,6 +215,8 @@ class Settings:
             engine_max_tokens=_int(e, "ENGINE_MAX_TOKENS", 160, minimum=1),
             engine_capacity=_int(e, "ENGINE_CAPACITY", capacity, minimum=1),
             drain_timeout_s=_float(e, "DRAIN_TIMEOUT_S", 30),
+            max_in_flight=_int(e, "MAX_IN_FLIGHT", 32 if engine == "off" else 64, minimum=1),
+            max_loop_lag_ms=_float(e, "MAX_LOOP_LAG_MS", 0.0, zero=True),
             queue_deadline_scale=_float(e, "QUEUE_DEADLINE_SCALE", 1),
             batch_worker=_flag(e, "BATCH_WORKER", True),
             batch_poll_s=_float(e, "BATCH_POLL_S", 0.5),

@@ -1,8 +1,8 @@
-"""./scripts/dev bench [explain|prefix|priorities|ladder|cache|chat] [options]: see each module's docstring."""
+"""./scripts/dev bench [explain|prefix|priorities|ladder|cache|chat|overload] [options]: see each module's docstring."""
 
 import sys
 
-from bench import answer_cache, chat_stream, explain_load, ladder, prefix_cache, priorities
+from bench import answer_cache, chat_stream, explain_load, ladder, overload, prefix_cache, priorities
 
 BENCHES = {
     "explain": explain_load.main,
@@ -11,6 +11,7 @@ BENCHES = {
     "ladder": ladder.main,
     "cache": answer_cache.main,
     "chat": chat_stream.main,
+    "overload": overload.main,
 }
 
 if len(sys.argv) > 1 and sys.argv[1] in BENCHES:

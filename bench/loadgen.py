@@ -18,7 +18,8 @@ from app.replay.stats import percentile
 
 @dataclass
 class Result:
-    latencies_ms: list[float] = field(default_factory=list)
+    latencies_ms: list[float] = field(default_factory=list)  # of the 200s
+    shed_ms: list[float] = field(default_factory=list)  # of the 503s (also counted in errors)
     errors: dict[str, int] = field(default_factory=dict)
     elapsed_s: float = 0.0
 
@@ -49,6 +50,8 @@ async def open_loop(
                 result.latencies_ms.append((time.perf_counter() - scheduled) * 1000)
                 return
             key = str(reply.status)
+            if reply.status == 503:
+                result.shed_ms.append((time.perf_counter() - scheduled) * 1000)
         result.errors[key] = result.errors.get(key, 0) + 1
 
     start = time.perf_counter()

@@ -96,7 +96,9 @@ def load(engine: AsyncEngine) -> Callable[[dict[str, Any]], Awaitable[ImportRepo
 @pytest.fixture
 async def client(database_url: str) -> AsyncIterator[AsyncTestClient[Any]]:
     # Deterministic answers: these tests check exact numbers and texts. Model answers have their own.
-    app = create_app(Settings.from_env({"ENGINE": "off"}), database_url)
+    # The overload guard is tested in test_overload.py; here parallel or slow requests must not be shed.
+    settings = Settings.from_env({"ENGINE": "off", "MAX_IN_FLIGHT": "1000", "MAX_LOOP_LAG_MS": "0"})
+    app = create_app(settings, database_url)
     async with AsyncTestClient(app=app) as client:
         yield client
 

@@ -18,7 +18,7 @@ from app.answers.service import AnswerService
 from app.data.database import autocommit
 from app.data.jobs import ClaimedItem, claim_items, finish_item, release_item
 from app.domain.intents import CANONICAL_QUESTIONS
-from app.errors import NotFound, Shed
+from app.errors import NotFound, Shed, UnreadableData
 
 DEFAULT_QUESTION = CANONICAL_QUESTIONS["bill_change"]["en"]
 log = structlog.get_logger("bill_assistant.batch")
@@ -64,6 +64,8 @@ class BatchWorker:
             error = f"not_found: {exc}"
         except msgspec.ValidationError as exc:
             error = f"invalid: {exc}"
+        except UnreadableData as exc:
+            error = f"unreadable_data: {exc}"
         except Shed:  # the engine is busy with people: the item waits for another pass
             async with autocommit(self.db) as conn:
                 await release_item(conn, item)

@@ -13,6 +13,7 @@ from app.answers.streaming import AnswerTextDecoder
 from app.domain.reasons import Reason
 from app.errors import EngineError
 from app.inference.engine import Engine, Event, Finished, GenerationRequest, TextDelta
+from app.inference.scheduler import Drain
 from app.prompts import RenderedPrompt
 from app.timing import Stopwatch
 
@@ -36,6 +37,10 @@ class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     spec_accept_rate: float | None = None
 
 
+class _CutOff(Exception):
+    """Put in a stream's queue at the drain deadline of a shutdown."""
+
+
 # Engine streams run in tasks of their own (below); kept here until they end so none is collected.
 _PRODUCERS: set[asyncio.Task[None]] = set()
 
@@ -52,9 +57,12 @@ def answer_request(prompt: RenderedPrompt, *, request_id: str, priority: int, ma
 
 
 async def stream_model(
-    engine: Engine, request: GenerationRequest, *, timeout_s: float, stopwatch: Stopwatch
+    engine: Engine, request: GenerationRequest, *, timeout_s: float, stopwatch: Stopwatch, drain: Drain | None = None
 ) -> AsyncGenerator[str | Outcome, None]:
     """The answer's text as the model writes it, then exactly one Outcome.
+
+    It ends after `timeout_s`, or at the drain deadline of a shutdown (`drain`), whichever comes
+    first, as `engine_timeout` (detail "shutdown" for the latter).
 
     The engine's stream runs in a task of its own and hands events over a queue: however this
     generator ends (finished, timed out, or closed because the caller went away, even from inside
@@ -71,6 +79,7 @@ async def stream_model(
     producer = asyncio.get_running_loop().create_task(pump())
     _PRODUCERS.add(producer)
     producer.add_done_callback(_PRODUCERS.discard)
+    unsubscribe = drain.subscribe(lambda: events.put_nowait(_CutOff())) if drain is not None else None
     deadline = asyncio.get_running_loop().time() + timeout_s
     began = stopwatch.elapsed_ms()
     chunks: list[str] = []
@@ -85,6 +94,9 @@ async def stream_model(
                 except TimeoutError:
                     yield Outcome(text=None, reason=Reason(rule="engine_timeout"), usage=None)
                     return
+                if isinstance(event, _CutOff):
+                    yield Outcome(text=None, reason=Reason(rule="engine_timeout", detail="shutdown"), usage=None)
+                    return
                 if isinstance(event, EngineError):
                     yield Outcome(text=None, reason=Reason(rule="engine_error", detail=str(event)[:200]), usage=None)
                     return
@@ -98,6 +110,8 @@ async def stream_model(
                     final = event
     finally:
         producer.cancel()  # a no-op once the stream has ended
+        if unsubscribe is not None:
+            unsubscribe()
     stopwatch.record("ttft", began, final.ttft_ms)
     stopwatch.record("decode", began + final.ttft_ms, final.decode_ms)
     if final.queue_ms is not None:

@@ -92,7 +92,11 @@ class AnswerService:
             if self.llm is not None and turn.intent != "out_of_scope":  # a polite refusal needs no model
                 gate = SentenceGate(turn.facts, turn.locale, values)
                 stream = stream_model(
-                    self.llm, self._generation(turn), timeout_s=self.settings.engine_timeout_s, stopwatch=ask.stopwatch
+                    self.llm,
+                    self._generation(turn),
+                    timeout_s=self.settings.engine_timeout_s,
+                    stopwatch=ask.stopwatch,
+                    drain=self.scheduler.drain,
                 )
                 async with aclosing(stream):  # however this ends, an unfinished engine request is aborted
                     async for item in stream:

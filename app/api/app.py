@@ -18,7 +18,6 @@ from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.logging.config import StructLoggingConfig
-from litestar.openapi import OpenAPIConfig
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.plugins.structlog import StructlogConfig, StructlogPlugin
 from litestar.static_files import create_static_files_router
@@ -37,8 +36,11 @@ from app.api.explanations import ExplanationController
 from app.api.health import health, ready
 from app.api.jobs import JobController
 from app.api.metrics import MetricsController
+from app.api.openapi import OPENAPI_PLUGINS, openapi_config
+from app.api.overload import LagMonitor, Limiter, OverloadMiddleware
 from app.api.request_log import RequestLogMiddleware
-from app.data.database import asyncpg_url
+from app.data.database import asyncpg_url, engine_options
+from app.inference.scheduler import CUT_OFF_GRACE_S
 from app.metrics import scheduler_hooks
 from app.prompts import load_templates
 from app.settings import PROJECT_ROOT, Settings
@@ -89,8 +91,9 @@ def _structlog(settings: Settings) -> StructlogPlugin:
 @asynccontextmanager
 async def _answers_lifespan(app: Litestar) -> AsyncIterator[None]:
     """The answer service lives as long as the app, built once around the pool, the engine (a
-    model load) and the admission scheduler; on shutdown new work is refused, running work drains,
-    then the engine closes."""
+    model load) and the admission scheduler; on shutdown new work is refused, running work drains
+    (engine requests are cut short at the drain deadline: `serve` starts the drain as soon as the
+    signal comes, this keeps its deadline), then the engine closes."""
     settings: Settings = app.state.settings
     db: SQLAlchemyAsyncConfig = app.state.db_config
     answers = AnswerService.build(db.get_engine(), settings, scheduler_hooks())
@@ -103,7 +106,11 @@ async def _answers_lifespan(app: Litestar) -> AsyncIterator[None]:
         except TimeoutError:
             structlog.get_logger("bill_assistant").warning("shutdown: in-flight requests did not finish in time")
         if answers.llm is not None:
-            await answers.llm.close()
+            # Bounded: a hung engine may not answer the aborts either, and the process must still end.
+            try:
+                await asyncio.wait_for(answers.llm.close(), CUT_OFF_GRACE_S)
+            except TimeoutError:
+                structlog.get_logger("bill_assistant").warning("shutdown: the engine did not close in time")
 
 
 async def _start_batch_worker(app: Litestar) -> None:
@@ -128,14 +135,13 @@ async def _shutdown(app: Litestar) -> None:
 def create_app(settings: Settings, database_url: str) -> Litestar:
     db = SQLAlchemyAsyncConfig(
         connection_string=asyncpg_url(database_url),
-        engine_config=EngineConfig(
-            pool_size=settings.db_pool_size,
-            max_overflow=settings.db_max_overflow,
-            connect_args={"server_settings": {"application_name": "bill-assistant"}},
-        ),
+        engine_config=EngineConfig(**engine_options(settings)),  # bounded connects, pre-ping
         create_all=False,  # the schema is Alembic's job
     )
     key_cache = KeyCache(settings.api_key_cache_ttl)
+    limiter = Limiter(
+        max_in_flight=settings.max_in_flight, max_lag_s=settings.max_loop_lag_ms / 1000, monitor=LagMonitor()
+    )
     # Browsers on the banks' own sites call the chat API with a bearer token, never a cookie.
     cors = CORSConfig(
         allow_origins=list(settings.widget_origins),
@@ -156,20 +162,21 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
             MetricsController,
             create_static_files_router("/static", [WEB / "static"], include_in_schema=False),
         ],
-        plugins=[SQLAlchemyPlugin(config=db), _structlog(settings)],
-        lifespan=[_answers_lifespan],
+        plugins=[SQLAlchemyPlugin(config=db), _structlog(settings), *OPENAPI_PLUGINS],
+        lifespan=[_answers_lifespan, limiter.lifespan],
         dependencies={
             "settings": Provide(lambda: settings, use_cache=True, sync_to_thread=False),
             "key_cache": Provide(lambda: key_cache, use_cache=True, sync_to_thread=False),
             "answers": Provide(_provide_answers, sync_to_thread=False),
         },
-        state=State({"settings": settings, "db_config": db}),
-        middleware=[RequestLogMiddleware()],
+        state=State({"settings": settings, "db_config": db, "limiter": limiter}),
+        # The overload guard inside the request log, so a refused request is logged (status 503).
+        middleware=[RequestLogMiddleware(), OverloadMiddleware(limiter)],
         request_max_body_size=MAX_BODY_BYTES,  # larger bodies: 413
         cors_config=cors if settings.widget_origins else None,
         on_startup=[load_templates, _start_batch_worker, _freeze_startup_objects],
         on_shutdown=[_shutdown],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         template_config=TemplateConfig(directory=WEB / "templates", engine=JinjaTemplateEngine),
-        openapi_config=OpenAPIConfig(title="Bill Assistant", version="0.1.0", path="/schema"),
+        openapi_config=openapi_config(),
     )

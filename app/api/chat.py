@@ -18,6 +18,7 @@ from app.answers.service import AnswerService
 from app.api.body import json_body
 from app.api.customer_session import Customer, provide_customer
 from app.api.event_stream import event_stream
+from app.api.openapi import ACCOUNTS_ROUTE, CHAT_ROUTE
 from app.api.request_log import request_state, stopwatch
 from app.data.customers import AccountSummary, customer_accounts
 from app.data.database import autocommit
@@ -32,7 +33,9 @@ class ChatController(Controller):
         "",
         status_code=200,
         guards=[json_body],
+        media_type="text/event-stream",
         summary="Ask about one of the customer's accounts; the answer streams as events",
+        **CHAT_ROUTE,
     )
     async def ask(
         self,
@@ -54,7 +57,7 @@ class ChatController(Controller):
         )
         return await event_stream(request, answers.converse(ask))
 
-    @get("/accounts", summary="The customer's accounts, for the widget's account picker")
+    @get("/accounts", summary="The customer's accounts, for the widget's account picker", **ACCOUNTS_ROUTE)
     async def accounts(
         self, customer: NamedDependency[Customer], answers: NamedDependency[AnswerService]
     ) -> list[AccountSummary]:

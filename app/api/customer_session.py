@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.answers.schemas import SessionOut, SessionRequest
 from app.api.auth import KeyCache, provide_principal
 from app.api.body import json_body
+from app.api.openapi import SESSION_ROUTE
 from app.api.request_log import request_state, stopwatch
 from app.data.customers import customer_locale
 from app.data.database import autocommit
@@ -98,6 +99,7 @@ class SessionController(Controller):
         status_code=201,
         guards=[json_body],
         summary="A short-lived chat token for one customer (called by the bank's backend)",
+        **SESSION_ROUTE,
     )
     async def create(
         self,

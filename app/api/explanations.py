@@ -14,6 +14,7 @@ from app.answers.service import AnswerService
 from app.api.auth import provide_principal
 from app.api.body import json_body
 from app.api.disconnect import until_disconnect
+from app.api.openapi import EXPLANATION_ROUTE
 from app.api.request_log import request_state, stopwatch
 from app.data.tenants import Principal
 
@@ -28,7 +29,7 @@ class ExplanationController(Controller):
         status_code=200,
         guards=[json_body],
         summary="Explain a statement: exact totals, drivers, payment status and a text in the customer's language",
-        responses={},
+        **EXPLANATION_ROUTE,
     )
     async def create(
         self,

@@ -10,7 +10,9 @@ from litestar.status_codes import HTTP_503_SERVICE_UNAVAILABLE
 from sqlalchemy import text
 
 from app.answers.service import AnswerService
+from app.api.openapi import READY_ROUTE
 from app.data.database import autocommit
+from app.errors import DatabaseUnavailable
 
 
 @get("/health", sync_to_thread=False)
@@ -19,7 +21,7 @@ def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@get("/ready")
+@get("/ready", **READY_ROUTE)
 async def ready(answers: NamedDependency[AnswerService]) -> Response[dict[str, Any]]:
     """The process can reach its database and its engine. Without the engine it still answers
     (deterministically), so that is reported but does not make the service unready."""
@@ -27,11 +29,11 @@ async def ready(answers: NamedDependency[AnswerService]) -> Response[dict[str, A
     try:
         async with autocommit(answers.db) as conn:
             await conn.execute(text("SELECT 1"))
-    except Exception as exc:  # any failure means not ready; say which
+    except DatabaseUnavailable as exc:  # anything else is a bug: a 500, like on every route
         return Response(
-            {"status": "unavailable", "database": type(exc).__name__},
+            {"status": "unavailable", "database": "unavailable", "message": str(exc)},
             status_code=HTTP_503_SERVICE_UNAVAILABLE,
-            headers={"Retry-After": "5"},
+            headers={"Retry-After": str(exc.retry_after_s)},
         )
     llm = answers.llm
     body["engine"] = "off" if llm is None else ("ok" if await llm.health() else "unavailable")

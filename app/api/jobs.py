@@ -25,7 +25,8 @@ from app.answers.batch import item_request
 from app.answers.schemas import BatchRequest, JobAccepted
 from app.api.auth import provide_principal
 from app.api.body import json_body
-from app.data.database import autocommit
+from app.api.openapi import BATCH_ROUTE, JOB_ROUTE
+from app.data.database import autocommit, connection
 from app.data.jobs import create_job, job_view
 from app.data.tenants import Principal
 from app.errors import IdempotencyMismatch, NotFound
@@ -40,6 +41,7 @@ class JobController(Controller):
         status_code=202,
         guards=[json_body],
         summary="Submit up to 1,000 explanations as one job",
+        **BATCH_ROUTE,
     )
     async def submit(
         self,
@@ -58,7 +60,7 @@ class JobController(Controller):
             except (msgspec.ValidationError, ValueError) as exc:
                 raise ValidationException(f"items[{index}]: {exc}") from None
         payload = [{k: v for k, v in item.items() if v is not None} for item in items]
-        async with db_engine.begin() as conn:
+        async with connection(db_engine, transaction=True) as conn:
             try:
                 job_id, _ = await create_job(conn, principal.tenant_id, key, payload)
             except IdempotencyMismatch as exc:
@@ -67,7 +69,7 @@ class JobController(Controller):
         assert view is not None
         return JobAccepted(job_id=str(job_id), total=view["total"], status=view["status"])
 
-    @get("/v1/jobs/{job_id:uuid}", summary="A job's progress, and each item's answer or error")
+    @get("/v1/jobs/{job_id:uuid}", summary="A job's progress, and each item's answer or error", **JOB_ROUTE)
     async def read(
         self,
         job_id: FromPath[uuid.UUID],

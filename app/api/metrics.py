@@ -5,11 +5,15 @@ Unset, it is open (the development defaults); production sets it, and so does th
 
 from __future__ import annotations
 
+from typing import Any
+
+from litestar import MediaType, Response, get
 from litestar.connection import ASGIConnection
 from litestar.exceptions import NotAuthorizedException
 from litestar.handlers.base import BaseRouteHandler
 from litestar.plugins.prometheus import PrometheusController
 
+from app.api.openapi import METRICS_ROUTE
 from app.security import token_matches
 from app.settings import Settings
 
@@ -29,3 +33,9 @@ def require_metrics_token(connection: ASGIConnection, _handler: BaseRouteHandler
 
 class MetricsController(PrometheusController):
     guards = [require_metrics_token]  # noqa: RUF012
+
+    @get(media_type=MediaType.TEXT, summary="Prometheus metrics (text exposition format)", **METRICS_ROUTE)
+    async def get(self) -> Response[Any]:
+        """Litestar's scrape, documented as what it is: text, behind the metrics token."""
+        response: Response[Any] = await PrometheusController.get.fn(self)
+        return response

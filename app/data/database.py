@@ -7,12 +7,21 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import asyncpg
+import sqlalchemy.exc
 from alembic import command
 from alembic.config import Config
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from app.errors import DatabaseUnavailable
 from app.settings import PROJECT_ROOT, Settings
+
+# Fail fast while the database is down, instead of holding the request: a connect attempt gets
+# CONNECT_TIMEOUT_S, waiting for a free pooled connection POOL_TIMEOUT_S. Every checkout pings its
+# connection first, so the connections a restart killed are replaced, not handed out.
+CONNECT_TIMEOUT_S = 5.0
+POOL_TIMEOUT_S = 10.0
 
 # Kept for the life of the process: pgserver stops the embedded cluster when its last user exits.
 _embedded_servers: dict[Path, Any] = {}
@@ -44,16 +53,19 @@ def resolve_database_url(settings: Settings) -> str:
     return start_embedded_postgres(settings.data_dir)
 
 
+def engine_options(settings: Settings | None = None) -> dict[str, Any]:
+    """The pool's options, for create_engine and the app's plugin alike."""
+    return {
+        "pool_size": settings.db_pool_size if settings else 5,
+        "max_overflow": settings.db_max_overflow if settings else 5,
+        "pool_timeout": POOL_TIMEOUT_S,
+        "pool_pre_ping": True,  # one round trip per checkout; a connection killed by a restart is replaced
+        "connect_args": {"timeout": CONNECT_TIMEOUT_S, "server_settings": {"application_name": "bill-assistant"}},
+    }
+
+
 def create_engine(url: str, settings: Settings | None = None) -> AsyncEngine:
-    pool_size = settings.db_pool_size if settings else 5
-    max_overflow = settings.db_max_overflow if settings else 5
-    return create_async_engine(
-        asyncpg_url(url),
-        pool_size=pool_size,
-        max_overflow=max_overflow,
-        pool_pre_ping=False,  # asyncpg reports a dead connection on first use; the pool replaces it
-        connect_args={"server_settings": {"application_name": "bill-assistant"}},
-    )
+    return create_async_engine(asyncpg_url(url), **engine_options(settings))
 
 
 def alembic_config(url: str) -> Config:
@@ -68,8 +80,59 @@ def migrate(url: str, revision: str = "head") -> None:
     command.upgrade(alembic_config(url), revision)
 
 
+# Raised by asyncpg when the server ends or refuses the session, not the statement.
+_GONE = (
+    asyncpg.exceptions.ConnectionDoesNotExistError,
+    asyncpg.exceptions.CannotConnectNowError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.CrashShutdownError,
+    asyncpg.exceptions.TooManyConnectionsError,
+)
+UNAVAILABLE_MESSAGE = "the database is unavailable; try again shortly"
+
+
+def _checkout_failed(exc: BaseException) -> bool:
+    """Getting a connection failed: refused, unreachable, timed out, no free connection in the pool,
+    or the server said no (not accepting connections, too many, starting up, shutting down)."""
+    return isinstance(exc, (sqlalchemy.exc.DBAPIError, sqlalchemy.exc.TimeoutError, OSError, TimeoutError))
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """A statement failed because its connection is gone, not because of the statement: a bad
+    query, a constraint or a bug stays what it is (a 500, a 409, ...)."""
+    if not isinstance(exc, sqlalchemy.exc.DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    cause: BaseException | None = exc.orig
+    while cause is not None:
+        if isinstance(cause, _GONE):
+            return True
+        cause = cause.__cause__
+    return False
+
+
+@asynccontextmanager
+async def connection(engine: AsyncEngine, *, transaction: bool = False) -> AsyncIterator[AsyncConnection]:
+    """A pooled connection (in one transaction when asked); the database being out of reach,
+    at checkout or mid-statement, raises DatabaseUnavailable."""
+    checked_out = False
+    try:
+        async with engine.connect() as conn:
+            checked_out = True
+            if not transaction:
+                yield conn
+                return
+            async with conn.begin():
+                yield conn
+    except Exception as exc:
+        if connection_lost(exc) or (not checked_out and _checkout_failed(exc)):
+            raise DatabaseUnavailable(UNAVAILABLE_MESSAGE) from exc
+        raise
+
+
 @asynccontextmanager
 async def autocommit(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
     """A pooled connection for single-statement work: no BEGIN/COMMIT round trips."""
-    async with engine.connect() as conn:
+    async with connection(engine) as conn:
         yield await conn.execution_options(isolation_level="AUTOCOMMIT")

@@ -9,6 +9,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.domain.records import AccountHistory
+from app.errors import UnreadableData
 
 # One statement, one round trip: the account, every statement up to the one asked about with the
 # signed sum of its period (openings chain through them), and the lines from the previous
@@ -74,4 +75,7 @@ async def load_history(
     ).first()
     if row is None:
         return None
-    return _decoder.decode(row[0])
+    try:
+        return _decoder.decode(row[0])
+    except msgspec.ValidationError as exc:  # e.g. a date stored as 'infinity', from before the importer refused it
+        raise UnreadableData(f"account {account_ref!r} has stored data that cannot be read: {exc}") from exc

@@ -10,7 +10,9 @@
   already longer, and dropped with 503 if it is reached while queued.
 - A caller that goes away while queued leaves the queue; one that goes away while running frees its
   slot. Every request ends as exactly one of: served, shed, cancelled.
-- Shutdown refuses new work and waits for what runs.
+- Shutdown refuses new work, sheds what is queued (503 + Retry-After) and waits for what runs; at
+  the drain deadline it cuts what still runs short (`Drain`): a stream that waits on the engine
+  then ends as a deterministic answer, audited, instead of holding the process past the deadline.
 
 Pure asyncio, no I/O: the app and the benchmarks drive it; metrics are reported through hooks.
 """
@@ -70,6 +72,41 @@ class Hooks:
     depth: Callable[[str, int, int], None] = lambda tenant, level, depth: None
 
 
+# After the drain deadline, how long work that was cut short gets to answer (the deterministic text)
+# and write its audit row before the server stops waiting for it.
+CUT_OFF_GRACE_S = 1.0
+
+
+class Drain:
+    """The drain deadline of a shutdown, for the work that is still running when it comes: whoever
+    waits on something slow (the engine) subscribes a callback, called once at the deadline, or at
+    once if the deadline has already passed."""
+
+    def __init__(self) -> None:
+        self.cut_off = False
+        self._callbacks: set[Callable[[], None]] = set()
+        self._timer: asyncio.TimerHandle | None = None
+
+    def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` at the drain deadline; returns the function that unsubscribes it."""
+        if self.cut_off:
+            callback()
+            return lambda: None
+        self._callbacks.add(callback)
+        return lambda: self._callbacks.discard(callback)
+
+    def start(self, timeout_s: float) -> None:
+        """The deadline is `timeout_s` from now (a second call keeps the first deadline)."""
+        if self._timer is None and not self.cut_off:
+            self._timer = asyncio.get_running_loop().call_later(max(0.0, timeout_s), self.cut)
+
+    def cut(self) -> None:
+        self.cut_off = True
+        callbacks, self._callbacks = self._callbacks, set()
+        for callback in callbacks:
+            callback()
+
+
 @dataclass(kw_only=True)
 class Scheduler:
     capacity: int
@@ -88,6 +125,8 @@ class Scheduler:
         self._vtime: dict[int, float] = defaultdict(float)
         self._buckets: dict[str, _Bucket] = {}
         self._closing = False
+        self._drain_deadline: float | None = None
+        self.drain = Drain()
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -127,16 +166,28 @@ class Scheduler:
     def queued(self) -> int:
         return sum(len(q) for lvl in LEVELS for q in self._queues[lvl].values())
 
-    async def shutdown(self, timeout_s: float = 30.0) -> None:
-        """Refuse new and queued work; wait (up to timeout_s) for admitted work to finish."""
+    def close(self, timeout_s: float) -> None:
+        """Start the drain: refuse new work, shed what is queued (503), and cut what still runs short
+        `timeout_s` from now (`drain`). The first call sets the deadline; later calls keep it."""
+        if self._closing:
+            return
         self._closing = True
+        self._drain_deadline = self.clock() + timeout_s
         for level in LEVELS:
             for tenant, queue in self._queues[level].items():
                 for ticket in queue:
                     self.hooks.shed(tenant, level, "shutting_down")
                     ticket.granted.set_exception(Shed(503, "shutting_down", 5, "the service is shutting down"))
             self._queues[level].clear()
-        await asyncio.wait_for(self._idle.wait(), timeout_s)
+        self.drain.start(timeout_s)
+
+    async def shutdown(self, timeout_s: float = 30.0) -> None:
+        """`close`, then wait for admitted work to finish: until the drain deadline, plus the grace
+        that work cut short at the deadline gets to answer (TimeoutError after that)."""
+        self.close(timeout_s)
+        assert self._drain_deadline is not None
+        left = max(0.0, self._drain_deadline - self.clock()) + CUT_OFF_GRACE_S
+        await asyncio.wait_for(self._idle.wait(), left)
 
     # --- internals ---------------------------------------------------------------------------------
 

@@ -29,8 +29,10 @@ GOOD_SHOWN = "Your new balance is 124.99 EUR, 12.00 EUR more than last month, be
 @pytest.fixture
 async def llm_client(database_url: str, fake_sglang: RunningFake) -> AsyncIterator[AsyncTestClient[Any]]:
     settings = Settings.from_env(
-        {"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "SGLANG_MODEL": "fake/model", "ENGINE_TIMEOUT_S": "1"}
-    )
+        # No batch worker: it could take another test's job items to the same fake engine.
+        {"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "SGLANG_MODEL": "fake/model", "ENGINE_TIMEOUT_S": "1",
+         "BATCH_WORKER": "0"}
+    )  # fmt: skip
     async with AsyncTestClient(app=create_app(settings, database_url)) as client:
         yield client
 

@@ -62,7 +62,7 @@ async def test_widget_arrivals_stream_through_a_session_token(
     fake_sglang.fake.default = Script(
         text=json.dumps({"answer": "Your bill is {difference} higher."}), token_delay_s=0.02
     )
-    env = {"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "API_KEY_CACHE_TTL": "0"}
+    env = {"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "API_KEY_CACHE_TTL": "0", "BATCH_WORKER": "0"}
     server = ThreadedServer(create_app(Settings.from_env(env), database_url))
     channels: list[Channel] = ["widget", "api", "widget", "batch"]
     try:

@@ -12,7 +12,7 @@ import pytest
 
 from app.domain.priority import TenantLimits
 from app.errors import Shed
-from app.inference.scheduler import Hooks, Scheduler
+from app.inference.scheduler import CUT_OFF_GRACE_S, Hooks, Scheduler
 
 FAST = TenantLimits(weight=1, max_concurrency=100, rate_per_s=1e6)
 
@@ -220,3 +220,31 @@ async def test_batch_leaves_slots_free_for_people() -> None:
     for task in [*jobs, person]:
         task.cancel()
     await asyncio.gather(*jobs, person)
+
+
+async def test_the_drain_deadline_calls_subscribers_once_and_late_ones_at_once() -> None:
+    scheduler = Scheduler(capacity=1)
+    calls: list[str] = []
+    scheduler.drain.subscribe(lambda: calls.append("early"))
+    unsubscribe = scheduler.drain.subscribe(lambda: calls.append("gone"))
+    unsubscribe()
+    scheduler.close(timeout_s=0.05)
+    scheduler.close(timeout_s=60)  # a second close keeps the first deadline
+    await asyncio.sleep(0.01)
+    assert calls == []  # not before the deadline
+    await until(lambda: scheduler.drain.cut_off)
+    assert calls == ["early"]
+    scheduler.drain.subscribe(lambda: calls.append("late"))
+    assert calls == ["early", "late"]
+
+
+async def test_shutdown_gives_up_after_the_drain_deadline_and_the_grace() -> None:
+    scheduler = Scheduler(capacity=1)
+    release, holder = await hold(scheduler)  # never cut short: it does not subscribe
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(TimeoutError):
+        await scheduler.shutdown(timeout_s=0.1)
+    waited = asyncio.get_running_loop().time() - started
+    assert 0.1 + CUT_OFF_GRACE_S <= waited < 0.1 + CUT_OFF_GRACE_S + 0.5
+    release.set()
+    await holder

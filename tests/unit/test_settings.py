@@ -43,6 +43,8 @@ def test_defaults() -> None:
         engine_max_tokens=160,
         engine_capacity=2,
         drain_timeout_s=30.0,
+        max_in_flight=64,
+        max_loop_lag_ms=0.0,
         queue_deadline_scale=1.0,
         batch_worker=True,
         batch_poll_s=0.5,
@@ -91,6 +93,14 @@ def test_engine_capacity_defaults_to_what_the_engine_can_take(env: dict[str, str
 
 
 @pytest.mark.parametrize(
+    ("env", "in_flight"),
+    [({}, 64), ({"ENGINE": "sglang"}, 64), ({"ENGINE": "off"}, 32), ({"ENGINE": "off", "MAX_IN_FLIGHT": "3"}, 3)],
+)
+def test_max_in_flight_defaults_to_the_pool_without_an_engine(env: dict[str, str], in_flight: int) -> None:
+    assert Settings.from_env(env).max_in_flight == in_flight
+
+
+@pytest.mark.parametrize(
     ("name", "value", "message"),
     [
         ("ENGINE", "gpu", "ENGINE must be one of embedded, sglang, off (got 'gpu')"),
@@ -123,6 +133,8 @@ def test_a_word_outside_the_choices_is_refused(name: str, value: str, message: s
         ("ENGINE_CAPACITY", "0", "ENGINE_CAPACITY must be an integer >= 1 (got '0')"),
         ("ENGINE_THREADS", "0", "ENGINE_THREADS must be an integer >= 1 (got '0')"),
         ("ENGINE_MAX_TOKENS", "1e3", "ENGINE_MAX_TOKENS must be an integer >= 1 (got '1e3')"),
+        ("MAX_IN_FLIGHT", "0", "MAX_IN_FLIGHT must be an integer >= 1 (got '0')"),
+        ("MAX_LOOP_LAG_MS", "-1", "MAX_LOOP_LAG_MS must be a number >= 0 (got '-1')"),
     ],
 )
 def test_a_bad_number_is_refused(name: str, value: str, message: str) -> None:

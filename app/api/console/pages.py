@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
+import structlog
 from litestar import Request, Response
 from litestar.datastructures import Cookie
 from litestar.exceptions import HTTPException
@@ -21,7 +22,7 @@ from app.data.database import autocommit
 from app.data.directory import account_overview
 from app.data.history import load_history
 from app.domain.facts import compute_facts
-from app.errors import NotFound, Shed
+from app.errors import DatabaseUnavailable, NotFound, Shed, UnreadableData
 from app.security import new_csrf_token
 from app.settings import Settings
 
@@ -122,10 +123,22 @@ def _shed(request: Request, exc: Shed) -> Response[Any]:  # type: ignore[type-ar
     return _error(exc.status, "Busy", message, headers={"Retry-After": str(retry)})
 
 
+def _database_unavailable(request: Request, exc: DatabaseUnavailable) -> Response[Any]:  # type: ignore[type-arg]
+    structlog.get_logger("bill_assistant.errors").warning("database unavailable", cause=repr(exc.__cause__))
+    message = f"The database cannot be reached just now. Try again in {exc.retry_after_s} s."
+    return _error(503, "Unavailable", message, headers={"Retry-After": str(exc.retry_after_s)})
+
+
+def _unreadable_data(request: Request, exc: UnreadableData) -> Response[Any]:  # type: ignore[type-arg]
+    return _error(422, "Unreadable data", str(exc))
+
+
 # The console's errors are pages too (the API's are JSON): a lapsed session goes to the sign-in page.
 EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     LoginRequired: _to_login,
     HTTPException: _http_error,
     NotFound: _not_found,
     Shed: _shed,
+    DatabaseUnavailable: _database_unavailable,
+    UnreadableData: _unreadable_data,
 }

@@ -1,0 +1,250 @@
+"""The database out of reach: every route answers 503 `database_unavailable` with Retry-After (the
+console a 503 page), /ready says so, and once the database is back the same requests succeed without
+restarting the app. A bad statement stays a 500. An account whose stored rows cannot be read is a
+422 `unreadable_data` for that account only."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from litestar.testing import AsyncTestClient
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ProgrammingError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from app.api.app import create_app
+from app.data.agents import create_agent
+from app.data.database import autocommit, create_engine, migrate
+from app.data.tenants import create_tenant, issue_api_key
+from app.settings import Settings
+from tests.conftest import _admin_url
+from tests.factories import account, customer, document, import_document
+
+PASSWORD = "correct horse battery staple"
+QUESTION = "Why is my bill higher than last month?"
+ASK = {"account_ref": "A-1", "question": QUESTION, "as_of": "2026-11-10"}
+CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+DOWN = {"status": 503, "error": "database_unavailable", "message": "the database is unavailable; try again shortly"}
+Client = AsyncTestClient[Any]
+
+
+async def _admin(statement: str) -> None:
+    engine = create_async_engine(_admin_url(), isolation_level="AUTOCOMMIT")
+    async with engine.connect() as conn:
+        await conn.execute(text(statement))
+    await engine.dispose()
+
+
+class Outage:
+    """A database of its own, which this test makes refuse connections and then accept them again."""
+
+    def __init__(self, name: str, url: str) -> None:
+        self.name, self.url = name, url
+        self.slug, self.key = f"bank-{uuid.uuid4().hex[:10]}", ""
+
+    async def seed(self) -> None:
+        engine = create_engine(self.url)
+        async with engine.begin() as conn:
+            tenant = await create_tenant(conn, self.slug, "Outage Bank", "interactive")
+            self.key = await issue_api_key(conn, tenant, "test")
+            await import_document(conn, document(self.slug))
+            await create_agent(conn, tenant, "ana", "Ana Agent", PASSWORD)
+        await engine.dispose()
+
+    async def refuse_connections(self) -> None:
+        """New connections refused, and every open one (the app's pool) killed."""
+        await _admin(f'ALTER DATABASE "{self.name}" ALLOW_CONNECTIONS false')
+        await _admin(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            f"WHERE datname = '{self.name}' AND pid <> pg_backend_pid()"
+        )
+
+    async def accept_connections(self) -> None:
+        await _admin(f'ALTER DATABASE "{self.name}" ALLOW_CONNECTIONS true')
+
+
+@pytest.fixture(scope="module")
+def outage_url() -> Iterator[tuple[str, str]]:
+
+    name = f"bill_outage_{uuid.uuid4().hex[:10]}"
+    asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
+    url = make_url(_admin_url()).set(database=name).render_as_string(hide_password=False)
+    migrate(url)
+    yield name, url
+    asyncio.run(_admin(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'))
+    asyncio.run(_admin(f'DROP DATABASE "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
+async def outage(outage_url: tuple[str, str]) -> AsyncIterator[Outage]:
+    db = Outage(*outage_url)
+    await db.seed()
+    yield db
+    await db.accept_connections()  # whatever the test did
+
+
+def _settings(**extra: str) -> Settings:
+    env = {"ENGINE": "off", "SESSION_SECRET": "test-secret", "COOKIE_SECURE": "0", "BATCH_WORKER": "0"}
+    return Settings.from_env(env | extra)
+
+
+def _auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def _sign_in(client: Client, slug: str) -> None:
+    form = await client.get("/console/login")
+    match = CSRF.search(form.text)
+    assert match, form.text
+    data = {"csrf_token": match.group(1), "tenant": slug, "username": "ana", "password": PASSWORD}
+    assert (await client.post("/console/login", data=data, follow_redirects=False)).status_code == 303
+
+
+async def _requests(client: Client, key: str, token: str, job_id: str) -> dict[str, httpx.Response]:
+    return {
+        "explanation": await client.post("/v1/explanations", json=ASK, headers=_auth(key)),
+        "chat": await client.post("/v1/chat", json=ASK, headers=_auth(token)),
+        "job": await client.get(f"/v1/jobs/{job_id}", headers=_auth(key)),
+        "batch": await client.post("/v1/explanations:batch", json={"items": [ASK]}, headers=_auth(key)),
+        "console": await client.get("/console/accounts/A-1"),
+        "ready": await client.get("/ready"),
+    }
+
+
+async def test_database_outage_is_503_with_retry_after_and_recovers_without_a_restart(outage: Outage) -> None:
+    async with AsyncTestClient(app=create_app(_settings(API_KEY_CACHE_TTL="0"), outage.url)) as client:
+        session = await client.post("/v1/sessions", json={"customer_ref": "C-1001"}, headers=_auth(outage.key))
+        assert session.status_code == 201, session.text
+        token = session.json()["token"]
+        job = await client.post("/v1/explanations:batch", json={"items": [ASK]}, headers=_auth(outage.key))
+        assert job.status_code == 202, job.text
+        job_id = job.json()["job_id"]
+        await _sign_in(client, outage.slug)
+        before = await _requests(client, outage.key, token, job_id)
+        assert {name: r.status_code for name, r in before.items()} == {
+            "explanation": 200, "chat": 200, "job": 200, "batch": 202, "console": 200, "ready": 200
+        }  # fmt: skip
+
+        await outage.refuse_connections()
+        down = await _requests(client, outage.key, token, job_id)
+        for name in ("explanation", "chat", "job", "batch"):
+            assert (name, down[name].status_code, down[name].json()) == (name, 503, DOWN)
+            assert down[name].headers["retry-after"] == "5", name
+        assert down["console"].status_code == 503
+        assert down["console"].headers["retry-after"] == "5"
+        assert down["console"].headers["content-type"].startswith("text/html")
+        assert "The database cannot be reached just now. Try again in 5 s." in down["console"].text
+        assert down["ready"].status_code == 503
+        assert down["ready"].headers["retry-after"] == "5"
+        assert down["ready"].json() == {
+            "status": "unavailable", "database": "unavailable", "message": DOWN["message"]
+        }  # fmt: skip
+
+        await outage.accept_connections()
+        after = await _requests(client, outage.key, token, job_id)
+        assert {name: r.status_code for name, r in after.items()} == {
+            "explanation": 200, "chat": 200, "job": 200, "batch": 202, "console": 200, "ready": 200
+        }  # fmt: skip
+        assert after["explanation"].json()["totals"] == before["explanation"].json()["totals"]
+        assert after["ready"].json()["database"] == "ok"
+
+
+async def test_the_answer_pipeline_itself_turns_a_lost_database_into_503(outage: Outage) -> None:
+    """Keys cached, so authentication does not touch the database: the history query meets the outage."""
+    async with AsyncTestClient(app=create_app(_settings(API_KEY_CACHE_TTL="600"), outage.url)) as client:
+        session = await client.post("/v1/sessions", json={"customer_ref": "C-1001"}, headers=_auth(outage.key))
+        token = session.json()["token"]
+        assert (await client.post("/v1/explanations", json=ASK, headers=_auth(outage.key))).status_code == 200
+        assert (await client.post("/v1/chat", json=ASK, headers=_auth(token))).status_code == 200
+
+        await outage.refuse_connections()
+        explanation = await client.post("/v1/explanations", json=ASK, headers=_auth(outage.key))
+        chat = await client.post("/v1/chat", json=ASK, headers=_auth(token))
+        assert (explanation.status_code, explanation.json(), explanation.headers["retry-after"]) == (503, DOWN, "5")
+        # Before the stream starts: a status and a JSON body, not an event.
+        assert (chat.status_code, chat.json(), chat.headers["retry-after"]) == (503, DOWN, "5")
+
+        await outage.accept_connections()
+        assert (await client.post("/v1/explanations", json=ASK, headers=_auth(outage.key))).status_code == 200
+        assert (await client.post("/v1/chat", json=ASK, headers=_auth(token))).status_code == 200
+
+
+async def test_a_failing_statement_is_still_a_500(engine: AsyncEngine) -> None:
+    """Only connection failures are 'unavailable': a bad statement on a live connection is a bug."""
+
+    with pytest.raises(ProgrammingError):
+        async with autocommit(engine) as conn:
+            await conn.execute(text("SELECT * FROM no_such_table"))
+
+
+# -- stored data that cannot be read ---------------------------------------------------------------
+
+
+@pytest.fixture
+async def unreadable_bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Any:
+    """Ann's A-1 is fine; Bo's B-1 has a statement due 'infinity' (written before the importer refused it)."""
+    tenant = await make_tenant()
+    await load(document(tenant.slug, [customer(), customer("C-2002", accounts=[account("B-1")]) | {"name": "Bo"}]))
+    async with engine.begin() as conn:
+        await create_agent(conn, tenant.id, "ana", "Ana Agent", PASSWORD)
+        await conn.execute(
+            text(
+                "UPDATE statements SET due_date = 'infinity' WHERE tenant_id = :t AND account_id = "
+                "(SELECT id FROM accounts WHERE tenant_id = :t AND ref = 'B-1')"
+            ),
+            {"t": tenant.id},
+        )
+    return tenant
+
+
+UNREADABLE = (
+    "account 'B-1' has stored data that cannot be read: Invalid RFC3339 encoded date - at `$.statements[0].due_date`"
+)
+
+
+async def test_an_unreadable_account_is_422_for_that_account_only(database_url: str, unreadable_bank: Any) -> None:
+    async with AsyncTestClient(app=create_app(_settings(), database_url)) as client:
+        bad = await client.post(
+            "/v1/explanations", json=ASK | {"account_ref": "B-1"}, headers=_auth(unreadable_bank.key)
+        )
+        assert bad.status_code == 422
+        assert bad.json() == {"status": 422, "error": "unreadable_data", "message": UNREADABLE}
+        good = await client.post("/v1/explanations", json=ASK, headers=_auth(unreadable_bank.key))
+        assert good.status_code == 200
+
+        session = await client.post("/v1/sessions", json={"customer_ref": "C-2002"}, headers=_auth(unreadable_bank.key))
+        chat = await client.post("/v1/chat", json=ASK | {"account_ref": "B-1"}, headers=_auth(session.json()["token"]))
+        assert (chat.status_code, chat.json()) == (
+            422,
+            {"status": 422, "error": "unreadable_data", "message": UNREADABLE},
+        )
+
+        await _sign_in(client, unreadable_bank.slug)
+        page = await client.get("/console/accounts/B-1")
+        assert page.status_code == 422
+        assert "account &#39;B-1&#39; has stored data that cannot be read" in page.text
+        assert (await client.get("/console/accounts/A-1")).status_code == 200
+
+
+async def test_a_batch_item_on_an_unreadable_account_fails_alone(database_url: str, unreadable_bank: Any) -> None:
+    settings = _settings(BATCH_WORKER="1", BATCH_POLL_S="0.02")
+    async with AsyncTestClient(app=create_app(settings, database_url)) as client:
+        items = [ASK | {"account_ref": "B-1"}, ASK]
+        r = await client.post("/v1/explanations:batch", json={"items": items}, headers=_auth(unreadable_bank.key))
+        assert r.status_code == 202, r.text
+        for _ in range(200):
+            view = (await client.get(f"/v1/jobs/{r.json()['job_id']}", headers=_auth(unreadable_bank.key))).json()
+            if view["status"] == "done":
+                break
+            await asyncio.sleep(0.05)
+        assert (view["status"], view["done"], view["failed"]) == ("done", 1, 1)
+        bad, good = view["items"]
+        assert (bad["status"], bad["error"]) == ("error", f"unreadable_data: {UNREADABLE}")
+        assert good["answer"]["totals"]["difference"] == "12.00"

@@ -1,0 +1,82 @@
+"""The per-process overload guard through the real app on a real server: with MAX_IN_FLIGHT=2 and
+two requests held by a hanging engine, the third is refused at once with 503 and Retry-After,
+probes still answer, and once the held ones finish requests are admitted again."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from app.api.app import create_app
+from app.settings import Settings
+from tests.factories import document
+from tests.fakes.sglang_server import RunningFake, Script
+from tests.integration.test_admission_api import QUESTION, until
+from tests.metrics import sample
+from tests.servers import ThreadedServer
+
+SHED_BODY = {
+    "status": 503,
+    "error": "overloaded",
+    "message": "the service is at capacity; retry after 1 s",
+    "retry_after_s": 1,
+}
+
+
+@pytest.fixture
+async def bank(make_tenant: Any, load: Any) -> Any:
+    tenant = await make_tenant(priority_class="interactive")
+    await load(document(tenant.slug))
+    return tenant
+
+
+async def test_the_third_concurrent_request_is_shed_and_probes_still_answer(
+    database_url: str, bank: Any, fake_sglang: RunningFake
+) -> None:
+    fake_sglang.fake.default = Script(text=json.dumps({"answer": "x"}), hang_s=1.5)
+    # No batch worker: it could take another test's job items to the same fake engine.
+    env = {"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "API_KEY_CACHE_TTL": "0", "BATCH_WORKER": "0"}
+    settings = Settings.from_env({**env, "MAX_IN_FLIGHT": "2", "MAX_LOOP_LAG_MS": "0"})
+    app = create_app(settings, database_url)
+    limiter = app.state.limiter
+    server = ThreadedServer(app)
+    headers = {"Authorization": f"Bearer {bank.key}"}
+    shed_before = sample("bill_assistant_http_shed_total", {"reason": "in_flight"})
+    gauge_before = sample("bill_assistant_http_in_flight")
+    try:
+        async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
+            held = [
+                asyncio.create_task(http.post("/v1/explanations", json={**QUESTION, "question": q}, headers=headers))
+                for q in ("Why is my bill higher than last month?", "What is this charge?")
+            ]
+            await until(lambda: len(fake_sglang.fake.requests) == 2)
+            assert limiter.in_flight == 2
+            assert sample("bill_assistant_http_in_flight") - gauge_before == 2
+
+            refused = await http.post("/v1/explanations", json=QUESTION, headers=headers)
+            assert refused.status_code == 503
+            assert refused.json() == SHED_BODY
+            assert refused.headers["retry-after"] == "1"
+            assert "server-timing" in refused.headers  # the request log saw it
+            assert refused.elapsed.total_seconds() < 1.0  # at once, not after the held ones
+
+            assert (await http.get("/health")).status_code == 200  # probes are exempt
+            assert (await http.get("/ready")).status_code == 200
+            assert (await http.get("/metrics")).status_code == 200
+            assert all(not task.done() for task in held)  # still saturated throughout
+
+            assert [(await task).status_code for task in held] == [200, 200]
+            assert limiter.in_flight == 0
+            fake_sglang.fake.default = Script(text=json.dumps({"answer": "x"}))
+            again = await http.post(
+                "/v1/explanations", json={**QUESTION, "question": "Did my payment arrive?"}, headers=headers
+            )
+            assert again.status_code == 200
+    finally:
+        server.stop()
+    assert sample("bill_assistant_http_shed_total", {"reason": "in_flight"}) - shed_before == 1
+    assert sample("bill_assistant_http_in_flight") - gauge_before == 0
