@@ -199,6 +199,11 @@ class AnswerService:
         self._filling[key] = task
         task.add_done_callback(lambda _: self._filling.pop(key, None))
 
+    @property
+    def filling(self) -> int:
+        """How many canonical answers are being generated now."""
+        return len(self._filling)
+
     async def _fill(self, ask: Ask) -> None:
         try:
             await self.explain(ask)

@@ -178,7 +178,10 @@ def _direction(sentence: str, named: list[Slot], difference_sign: int) -> Verdic
     for slot in drivers:
         if slot.sign != sign:
             return _refuse("wrong_driver", f"{{{slot.name}}} moved {slot.sign:+d}, the sentence says {sign:+d}")
-    if not drivers and difference_sign != sign:
+    # The bill's own change: what the direction is about when no driver is named, or when the
+    # sentence names the difference itself ("{difference} more, because of {driver_1}").
+    about_the_bill = not drivers or any(slot.role in ("difference", "change_percent") for slot in named)
+    if about_the_bill and difference_sign != sign:
         return _refuse("wrong_direction", f"the bill moved {difference_sign:+d}, the sentence says {sign:+d}")
     return OK
 

@@ -188,3 +188,18 @@ async def test_sglang_api_key(fake_sglang: RunningFake) -> None:
     text, _ = await run(with_key, request("hi"))
     assert text
     await with_key.close()
+
+
+async def test_each_engine_names_its_profile(embedded_engine: EmbeddedEngine, fake_sglang: RunningFake) -> None:
+    """The answer cache's key: the model and what its label does not say (engine build, quantization)."""
+    from importlib.metadata import version
+
+    build = version("xllamacpp")
+    assert embedded_engine.profile == f"llama.cpp:xllamacpp-{build}:SmolLM2-135M-Instruct.Q4_1.gguf"
+    plain = SGLangEngine(fake_sglang.url, model="qwen2.5-7b")
+    quantized = SGLangEngine(fake_sglang.url, model="qwen2.5-7b", profile="fp8+eagle3:sglang-0.5.4")
+    try:
+        assert (plain.profile, quantized.profile) == ("sglang:qwen2.5-7b", "sglang:qwen2.5-7b:fp8+eagle3:sglang-0.5.4")
+    finally:
+        await plain.close()
+        await quantized.close()

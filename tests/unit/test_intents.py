@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.intents import classify, mentioned
+from app.domain.intents import CANONICAL_QUESTIONS, classify, mentioned
 
 
 @pytest.mark.parametrize(
@@ -34,3 +34,11 @@ def test_classify(question: str, intent: str) -> None:
 
 def test_mentioned_labels() -> None:
     assert mentioned("what is the city gym charge?", ["City Gym", "Netflix", "X"]) == {"City Gym"}
+
+
+def test_each_canonical_question_is_classified_to_its_intent() -> None:
+    """A cached canonical answer is served only to questions of its intent: its own question must be one."""
+    for intent, questions in CANONICAL_QUESTIONS.items():
+        for locale, question in questions.items():
+            assert classify(question) == intent, (locale, question)
+    assert set(CANONICAL_QUESTIONS) == {"bill_change", "fees_interest", "payment"}

@@ -53,6 +53,16 @@ MIXED = _facts(
         GYM[5],
     ]
 )
+# The same total as September, though City Gym is new: FreshMart fell by as much.
+UNCHANGED = _facts(
+    [
+        *GYM[:2],
+        Line(posted_on=date(2026, 10, 3), kind="purchase", amount=D("88.00"), merchant="FreshMart"),
+        GYM[3],
+        GYM[4],
+        GYM[5],
+    ]
+)
 STATUSES = {"unpaid": UNPAID, "paid": PAID, "partial": PARTIAL, "overdue": OVERDUE}
 
 
@@ -61,6 +71,8 @@ def test_the_fixtures_are_what_the_cases_assume() -> None:
         "unpaid", "paid", "partially_paid", "overdue",
     ]  # fmt: skip
     assert (UNPAID.difference, DOWN.difference, MIXED.difference) == (D("12.00"), D("-20.00"), D("12.00"))
+    assert UNCHANGED.difference == 0
+    assert [(d.label, d.amount) for d in UNCHANGED.drivers] == [("City Gym", D("12.00")), ("FreshMart", D("-12.00"))]
     assert [(d.label, d.amount) for d in MIXED.drivers] == [("City Gym", D("22.00")), ("FreshMart", D("-10.00"))]
     assert [(d.label, d.amount) for d in DOWN.drivers] == [("FreshMart", D("-20.00"))]
 
@@ -192,6 +204,8 @@ DIRECTIONS = [
     ("本期账单比上月减少了{difference}。", CNY, "zh-CN"),
     ("账单没有变化。", CNY, "zh-CN"),
     ("本期账单下降了。", CNY, "zh-CN"),
+    ("Your bill is {difference} lower, because of {driver_2}.", MIXED, "en"),  # the driver fits, the bill not
+    ("Your bill went up by {difference} because of {driver_1}.", UNCHANGED, "en"),
 ]
 DIRECTION_CASES = [
     pytest.param(text, facts, locale, "wrong_direction", id=f"direction-{i}")
