@@ -151,6 +151,9 @@ class Settings:
     # The batch worker in the service: on/off, how often it looks for work, and its lease on an item
     # (a worker that dies holds it this long before another takes it).
     batch_worker: bool
+    # After a miss, answer the intent's canonical question at batch priority into the answer cache
+    # (one more engine request per miss and key; off: only `bill-assistant precompute` fills it).
+    answer_cache_fill: bool
     batch_poll_s: float
     batch_lease_s: float
     # Signs customer session tokens (the chat widget's credential). Unset: a random secret per
@@ -219,6 +222,7 @@ class Settings:
             max_loop_lag_ms=_float(e, "MAX_LOOP_LAG_MS", 0.0, zero=True),
             queue_deadline_scale=_float(e, "QUEUE_DEADLINE_SCALE", 1),
             batch_worker=_flag(e, "BATCH_WORKER", True),
+            answer_cache_fill=_flag(e, "ANSWER_CACHE_FILL", True),
             batch_poll_s=_float(e, "BATCH_POLL_S", 0.5),
             batch_lease_s=_float(e, "BATCH_LEASE_S", 120),
             session_secret=e.get("SESSION_SECRET") or secrets.token_urlsafe(32),

@@ -12,6 +12,7 @@ text that replaces it); `explain` gives its last event, the whole answer (JSON A
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from app.prompts import PROMPT_VERSION, render_fallback, render_prompt, slot_val
 from app.settings import Settings
 
 log = structlog.get_logger("bill_assistant.answers")
+ABORT_WAIT_S = 1.0  # how long an aborted engine request may take to report its tokens
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,7 +110,16 @@ class AnswerService:
                         for text in released:
                             yield Delta(text)
                         if verdict.reason is not None:  # stop here: the failed sentence is never shown
-                            outcome = Outcome(text=None, reason=verdict.reason, usage=None)
+                            await self.llm.abort(ask.audit_id.hex)
+                            aborted = await _after_abort(stream)  # its last event still counts the tokens
+                            usage = aborted.usage if aborted else None
+                            outcome = Outcome(
+                                text=None,
+                                reason=verdict.reason,
+                                # llama.cpp reports no tokens for a request stopped early: unknown, not 0
+                                usage=usage if usage and usage.prompt_tokens else None,
+                                spec_accept_rate=aborted.spec_accept_rate if aborted else None,
+                            )
                             break
                 answer, reason = await self._conclude(turn, fallback, outcome, values)
                 if reason is None:
@@ -184,7 +195,7 @@ class AnswerService:
         priority (behind every person), so that the next question of that intent is a cache hit.
         At most one such answer per key at a time; shed or failed, it is simply not cached."""
         key = self._cache_key(turn)
-        if key is None or key in self._filling:
+        if key is None or key in self._filling or not self.settings.answer_cache_fill:
             return
         request = ExplanationRequest(
             account_ref=turn.facts.account_ref,
@@ -320,6 +331,17 @@ class AnswerService:
             async with autocommit(self.db) as conn:
                 await record_answer(conn, row)
         return msgspec.structs.replace(answer, timings_ms=stopwatch.snapshot())
+
+
+async def _after_abort(stream: AsyncIterator[str | Outcome]) -> Outcome | None:
+    """The engine's last event once it was told to stop (its text is dropped); None if it does not
+    come within ABORT_WAIT_S (closing the stream then cancels the request anyway)."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(ABORT_WAIT_S):
+            async for item in stream:
+                if isinstance(item, Outcome):
+                    return item
+    return None
 
 
 def _count_tokens(tenant: str, outcome: Outcome) -> None:

@@ -28,9 +28,15 @@ from tests.fakes.sglang_server import RunningFake, Script
 from tests.servers import ThreadedServer
 
 PASSWORD = "correct horse battery staple"
-# What the model writes (slots, three sentences, so the page sees it stream) and what the agent reads.
-ANSWER = "Your new balance is {new_balance}. That is {difference} more than last month. It comes from {driver_1}."
-SHOWN = "Your new balance is 124.99 EUR. That is 12.00 EUR more than last month. It comes from purchases at “City Gym”."
+# What the model writes (slots, four sentences, so the page sees it stream) and what the agent reads.
+ANSWER = (
+    "Your new balance is {new_balance}. That is {difference} more than last month. It comes from {driver_1}. "
+    "The minimum payment of {minimum_due} is due on {due_date}."
+)
+SHOWN = (
+    "Your new balance is 124.99 EUR. That is 12.00 EUR more than last month. It comes from purchases at “City Gym”. "
+    "The minimum payment of 25.00 EUR is due on 25 November 2026."
+)
 # A long merchant name and a long question: the narrow screen must wrap them, not scroll.
 LONG_MERCHANT = "Supercalifragilistic Online Subscriptions International Ltd"
 
@@ -51,7 +57,13 @@ async def bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Any:
 def server(database_url: str, fake_sglang: RunningFake) -> Iterator[ThreadedServer]:
     """The service with the fake SGLang as its engine, so answers go through every model stage."""
     fake_sglang.fake.default = Script(text=json.dumps({"answer": ANSWER}))
-    env = {"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "COOKIE_SECURE": "0", "BATCH_WORKER": "0"}
+    env = {
+        "ENGINE": "sglang",
+        "SGLANG_URL": fake_sglang.url,
+        "COOKIE_SECURE": "0",
+        "BATCH_WORKER": "0",
+        "ANSWER_CACHE_FILL": "0",
+    }
     running = ThreadedServer(create_app(Settings.from_env(env), database_url))
     yield running
     running.stop()

@@ -30,11 +30,11 @@ from tests.servers import ThreadedServer
 # What the model writes (slots, three sentences) and what the customer reads (the slots filled).
 ANSWER = (
     "Your new balance is {new_balance}. That is {difference} more than last month. "
-    "It comes from {driver_1} ({driver_1_amount})."
+    "It comes from {driver_1} ({driver_1_amount}). The minimum payment of {minimum_due} is due on {due_date}."
 )
 SHOWN = (
     "Your new balance is 124.99 EUR. That is 12.00 EUR more than last month. "
-    "It comes from purchases at “City Gym” (12.00 EUR)."
+    "It comes from purchases at “City Gym” (12.00 EUR). The minimum payment of 25.00 EUR is due on 25 November 2026."
 )
 
 
@@ -51,7 +51,14 @@ def serve(database_url: str, fake_sglang: RunningFake) -> Any:
     servers: list[ThreadedServer] = []
 
     def start(**extra: str) -> ThreadedServer:
-        env = {"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "DEMO_PAGE": "1", "API_KEY_CACHE_TTL": "0", **extra}
+        env = {
+            "ENGINE": "sglang",
+            "SGLANG_URL": fake_sglang.url,
+            "DEMO_PAGE": "1",
+            "API_KEY_CACHE_TTL": "0",
+            "ANSWER_CACHE_FILL": "0",
+            **extra,
+        }
         servers.append(ThreadedServer(create_app(Settings.from_env(env), database_url)))
         return servers[-1]
 
@@ -163,7 +170,7 @@ async def test_a_sentence_that_fails_validation_never_reaches_the_page(
         """() => {
             window.shown = [];
             const root = document.querySelector("[data-bill-assistant]").shadowRoot;
-            const record = () => window.shown.push(root.textContent);
+            const record = () => window.shown.push(root.querySelector(".answer").textContent);
             new MutationObserver(record).observe(root, {subtree: true, childList: true, characterData: true});
         }"""
     )
@@ -226,7 +233,7 @@ async def test_the_widget_embeds_on_the_banks_own_site(
             return
         await expect(page.get_by_label("Card")).to_have_value("A-1")
         await page.get_by_role("button", name="Why is my bill higher than last month?").click()
-        await expect(page.get_by_role("region", name="Answer")).to_have_text(ANSWER)
+        await expect(page.get_by_role("region", name="Answer")).to_have_text(SHOWN)
         await screenshot(page, "widget-on-bank-site")
     finally:
         site.server.stop()
@@ -330,7 +337,13 @@ async def test_the_widget_speaks_the_customers_language(
 async def test_the_demo_page_streams_from_the_real_embedded_model(page: Page, database_url: str, bank: Any) -> None:
     """The demo's own path: the embedded llama.cpp engine writes the text; whatever it writes, the
     customer ends with a verified answer and the facts' numbers."""
-    env = {"ENGINE": "embedded", "ENGINE_TIMEOUT_S": "30", "DEMO_PAGE": "1", "QUEUE_DEADLINE_SCALE": "10"}
+    env = {
+        "ENGINE": "embedded",
+        "ENGINE_TIMEOUT_S": "30",
+        "DEMO_PAGE": "1",
+        "QUEUE_DEADLINE_SCALE": "10",
+        "ANSWER_CACHE_FILL": "0",
+    }
     server = ThreadedServer(create_app(Settings.from_env(env), database_url))
     try:
         await open_demo(page, server, bank)

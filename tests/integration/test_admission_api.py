@@ -32,7 +32,9 @@ async def bank(make_tenant: Any, load: Any) -> Any:
 
 
 def llm_settings(fake: RunningFake, **extra: str) -> Settings:
-    return Settings.from_env({"ENGINE": "sglang", "SGLANG_URL": fake.url, "API_KEY_CACHE_TTL": "0", **extra})
+    return Settings.from_env(
+        {"ENGINE": "sglang", "SGLANG_URL": fake.url, "API_KEY_CACHE_TTL": "0", "ANSWER_CACHE_FILL": "0", **extra}
+    )
 
 
 async def test_over_the_rate_limit_is_429_with_retry_after(client: Any, bank: Any, engine: AsyncEngine) -> None:

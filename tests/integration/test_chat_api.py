@@ -51,7 +51,7 @@ def settings(**extra: str) -> Settings:
 
 
 def llm_settings(fake: RunningFake, **extra: str) -> Settings:
-    return settings(ENGINE="sglang", SGLANG_URL=fake.url, **extra)
+    return settings(ENGINE="sglang", SGLANG_URL=fake.url, ANSWER_CACHE_FILL="0", **extra)
 
 
 def events(body: str) -> list[tuple[str, dict[str, Any]]]:

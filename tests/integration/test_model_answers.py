@@ -28,11 +28,9 @@ GOOD_SHOWN = "Your new balance is 124.99 EUR, 12.00 EUR more than last month, be
 
 @pytest.fixture
 async def llm_client(database_url: str, fake_sglang: RunningFake) -> AsyncIterator[AsyncTestClient[Any]]:
-    settings = Settings.from_env(
-        # No batch worker: it could take another test's job items to the same fake engine.
-        {"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "SGLANG_MODEL": "fake/model", "ENGINE_TIMEOUT_S": "1",
-         "BATCH_WORKER": "0"}
-    )  # fmt: skip
+    # No batch worker and no cache fill: either would send the same fake engine requests of its own.
+    env = {"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "SGLANG_MODEL": "fake/model", "ENGINE_TIMEOUT_S": "1"}
+    settings = Settings.from_env({**env, "BATCH_WORKER": "0", "ANSWER_CACHE_FILL": "0"})
     async with AsyncTestClient(app=create_app(settings, database_url)) as client:
         yield client
 

@@ -22,7 +22,7 @@ GOOD = "Your new balance is 124.99 EUR, 12.00 EUR more than last month, because 
 
 @pytest.fixture
 async def llm_client(database_url: str, fake_sglang: RunningFake) -> AsyncIterator[AsyncTestClient[Any]]:
-    settings = Settings.from_env({"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url})
+    settings = Settings.from_env({"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "ANSWER_CACHE_FILL": "0"})
     async with AsyncTestClient(app=create_app(settings, database_url)) as client:
         yield client
 

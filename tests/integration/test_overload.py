@@ -39,7 +39,13 @@ async def test_the_third_concurrent_request_is_shed_and_probes_still_answer(
 ) -> None:
     fake_sglang.fake.default = Script(text=json.dumps({"answer": "x"}), hang_s=1.5)
     # No batch worker: it could take another test's job items to the same fake engine.
-    env = {"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "API_KEY_CACHE_TTL": "0", "BATCH_WORKER": "0"}
+    env = {
+        "ENGINE": "sglang",
+        "SGLANG_URL": fake_sglang.url,
+        "API_KEY_CACHE_TTL": "0",
+        "BATCH_WORKER": "0",
+        "ANSWER_CACHE_FILL": "0",
+    }
     settings = Settings.from_env({**env, "MAX_IN_FLIGHT": "2", "MAX_LOOP_LAG_MS": "0"})
     app = create_app(settings, database_url)
     limiter = app.state.limiter

@@ -77,6 +77,7 @@ async def test_sigterm_with_a_hung_engine_answers_in_flight_requests_and_exits_i
         DRAIN_TIMEOUT_S=str(DRAIN_S),
         API_KEY_CACHE_TTL="0",
         BATCH_WORKER="0",
+        ANSWER_CACHE_FILL="0",
         ENGINE_CAPACITY=str(len(asks)),  # the request after those waits in the admission queue
         QUEUE_DEADLINE_SCALE="100",  # ... long enough for the signal to find it there
         METRICS_TOKEN="",

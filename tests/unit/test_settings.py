@@ -47,6 +47,7 @@ def test_defaults() -> None:
         max_loop_lag_ms=0.0,
         queue_deadline_scale=1.0,
         batch_worker=True,
+        answer_cache_fill=True,
         batch_poll_s=0.5,
         batch_lease_s=120.0,
         session_secret="",
