@@ -135,7 +135,10 @@ def test_profiles_and_labels_are_checked(cli: Callable[..., Result]) -> None:
 
 
 @pytest.mark.model
-def test_three_golden_cases_on_the_embedded_model(cli: Callable[..., Result], tmp_path: Path) -> None:
+def test_three_golden_cases_on_the_embedded_model(
+    cli: Callable[..., Result], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENGINE_MAX_TOKENS", "160")  # the service's default: the model's answers stop there
     report = tmp_path / "eval.json"
     result = cli("--profile", "smollm2=embedded", "--limit", "3", "--json", str(report))
     assert result.exit_code == 0, result.output
