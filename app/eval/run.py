@@ -5,7 +5,8 @@ of app/demo.py's), sent as `answer_request` builds it (the same JSON schema, sto
 limit) and read through `stream_model`, like the service. Then: is the answer served as the model's
 (parsed and `validate(...).ok`), or why not (the fallback rule); the key-field errors in the raw
 answer text (app/eval/keyfields.py; the text streamed so far when the JSON is unusable); the time
-to first token and end to end; the engine's token counts.
+to first token (the engine's; for a request that timed out, when its answer's text began) and end
+to end; the engine's token counts (none for a request that timed out).
 """
 
 from __future__ import annotations
@@ -92,8 +93,11 @@ async def run_case(
     started = perf_counter()
     streamed: list[str] = []
     outcome = None
+    first_text_ms: float | None = None  # when the engine never finishes (a timeout), the TTFT seen here
     async for item in stream_model(engine, request, timeout_s=timeout_s, stopwatch=stopwatch):
         if isinstance(item, str):
+            if first_text_ms is None:
+                first_text_ms = (perf_counter() - started) * 1000
             streamed.append(item)
         else:
             outcome = item
@@ -115,7 +119,7 @@ async def run_case(
         reason=reason,
         text=text,
         findings=key_field_errors(text, case.facts, case.intent, known=known) if text.strip() else [],
-        ttft_ms=stopwatch.stages.get("ttft"),
+        ttft_ms=stopwatch.stages.get("ttft", first_text_ms),
         e2e_ms=e2e_ms,
         prompt_tokens=usage.prompt_tokens if usage else 0,
         cached_tokens=usage.cached_tokens if usage else 0,
