@@ -164,9 +164,13 @@ def amount_findings(text: str, facts: BillFacts, allowed: set[Decimal]) -> list[
 
 
 # --- direction ------------------------------------------------------------------------------------
-_UP = re.compile(r"\b(?:higher|increased?|increasing|went\s+up|rose|risen|grew)\b|增加|多了|上升|上涨|高于|增长", re.I)
+_UP = re.compile(
+    r"\b(?:higher|increased?|increasing|went\s+up|rose|risen|grew)\b|增加|多了|上升|上涨|高于|增长|比上个?[月期][^，,。]*?多",
+    re.I,
+)
 _DOWN = re.compile(
-    r"\b(?:lower|decreased?|decreasing|went\s+down|dropped|fell|fallen|reduced)\b|减少|少了|下降|降低|低于", re.I
+    r"\b(?:lower|decreased?|decreasing|went\s+down|dropped|fell|fallen|reduced)\b|减少|少了|下降|降低|低于|比上个?[月期][^，,。]*?少",
+    re.I,
 )
 _BILL = re.compile(r"\b(?:bill|balance|statement)\b|账单|余额", re.I)
 _SENTENCE_SPLIT = re.compile(r"[.!?](?=\s|$)|[。！？\n]")

@@ -56,8 +56,12 @@ def test_the_direction_of_the_change() -> None:
     assert errors(LOWER_EN, "Your bill went down by 463.60 EUR.") == []
     assert errors(LOWER_EN, "Your bill increased by 463.60 EUR.") == [("wrong_direction", "increased")]
     assert errors(HIGHER_EN, "Your balance is lower than last month.") == [("wrong_direction", "lower")]
-    assert errors(UNPAID_ZH, "您的账单比上月减少了。") == [("wrong_direction", "减少")]
+    assert errors(UNPAID_ZH, "您的账单比上月减少了。") == [("wrong_direction", "比上月减少")]
     assert errors(UNPAID_ZH, "您的账单比上月增加了。") == []
+    assert errors(UNPAID_ZH, "您的账单比上期账单的986.50元多2,425.30元。") == []
+    assert errors("G-EUR-3/2026-11-29/zh-CN/bill_change", "您的账单新余额为85.34欧元，比上月多174.66欧元。") == [
+        ("wrong_direction", "比上月多")
+    ]
 
 
 def test_drivers_named_must_be_drivers() -> None:
