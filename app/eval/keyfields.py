@@ -101,7 +101,8 @@ _LABELS: list[tuple[str, re.Pattern[str]]] = [
     ("previous_balance", re.compile(r"previous\s+balance|last\s+month(?:'s)?|上期(?:账单)?|上个?月(?:的账单)?", re.I)),
     ("difference", re.compile(
         r"(?:higher|lower|more|less|up|down|increased?|decreased?|changed?|rose|fell)\s+by"
-        r"|(?:increase|decrease|change|difference)\s+of|增加了?|减少了?|多了|少了|变化了?|相差", re.I)),
+        r"|(?:increase|decrease|change|difference)\s+of|增加了?|减少了?|多了|少了|变化了?|相差"
+        r"|比上个?[月期][^，,。\d]*?[多少]", re.I)),
     ("minimum_due", re.compile(r"minimum(?:\s+payment)?|最低还款(?:额)?", re.I)),
     ("outstanding", re.compile(r"outstanding|still\s+to\s+pay|still\s+owe|remaining|待还|仍欠|剩余", re.I)),
     ("paid_amount", re.compile(r"(?<![未没尚])收到(?:您的)?(?:还款)?|\bwe\s+(?:have\s+)?received\b", re.I)),
