@@ -1,4 +1,4 @@
-"""The `bill-assistant` command: migrate, import, tenants, agents, seed, serve, demo, precompute, traffic, replay.
+"""The `bill-assistant` command: migrate, import, tenants, agents, seed, serve, demo, precompute, traffic, replay, eval.
 
 Each command group lives in its own module; this one makes the `main` group and registers them.
 The settings are loaded and checked once, here, before any command runs (app/settings.py).
@@ -12,6 +12,7 @@ from app.cli.agents import agents
 from app.cli.common import load_settings
 from app.cli.database import import_cmd, migrate_cmd
 from app.cli.demo import DEMO_AGENT, demo_agents, demo_cmd, seed_cmd
+from app.cli.eval import eval_cmd
 from app.cli.precompute import precompute_cmd
 from app.cli.serve import serve_cmd
 from app.cli.tenants import tenants
@@ -37,5 +38,6 @@ for command in (
     precompute_cmd,
     traffic,
     replay_cmd,
+    eval_cmd,
 ):
     main.add_command(command)

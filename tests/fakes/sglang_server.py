@@ -8,6 +8,8 @@
   speculative decoding is on, spec_accept_rate/spec_accept_length/spec_verify_ct.
 - `--api-key`: with one set, a request without `Authorization: Bearer <key>` gets 401.
 - Prefix cache: cached_tokens is the longest token prefix shared with an earlier prompt (a radix cache).
+- Scripts: queued ones (`scripts`) answer the next requests in turn; `answer_for` picks one by the
+  prompt (the key-field gate's tests script a profile per golden case); otherwise `default`.
 - POST /abort_request {rid}: the stream ends with finish_reason abort. /health, /health_generate,
   /model_info, /server_info.
 
@@ -22,6 +24,7 @@ import json
 import re
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +58,8 @@ class Script:
 class FakeSGLang:
     default: Script = field(default_factory=Script)
     scripts: deque[Script] = field(default_factory=deque)
+    # Picks the answer by the prompt (when no queued script is left); None from it: the default.
+    answer_for: Callable[[str], Script | None] | None = None
     speculative: bool = False
     api_key: str | None = None  # like --api-key: every route then needs "Authorization: Bearer <key>"
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -97,7 +102,8 @@ class FakeSGLang:
 
     async def _generate(self, request: dict[str, Any], receive: Any, send: Any) -> None:
         self.requests.append(request)
-        script = self.scripts.popleft() if self.scripts else self.default
+        chosen = self.answer_for(str(request.get("text", ""))) if self.answer_for and not self.scripts else None
+        script = self.scripts.popleft() if self.scripts else chosen or self.default
         problem = _check(request)
         if problem:
             return await _json(send, 400, {"error": {"message": problem}})
@@ -201,6 +207,7 @@ class RunningFake:
     def reset(self) -> None:
         self.fake.scripts.clear()
         self.fake.default = Script()
+        self.fake.answer_for = None
         self.fake.speculative = False
         self.fake.api_key = None
         self.fake.requests.clear()

@@ -18,7 +18,7 @@ TIERS: list[tuple[int, str, tuple[str, ...]]] = [
     (2, "inference", ("app.inference",)),
     (3, "answers", ("app.answers", "app.prompts", "app.metrics")),
     (4, "api", ("app.api",)),
-    (5, "entry", ("app.cli", "app.replay", "app.__main__")),
+    (5, "entry", ("app.cli", "app.replay", "app.eval", "app.__main__")),
 ]
 # Packages that do I/O (or wrap it): the domain core computes, it never reads or writes.
 IO_PACKAGES = {

@@ -1,0 +1,148 @@
+"""`bill-assistant eval`: the key-field gate, with the fake SGLang server scripted per golden case
+(a correct profile and one that flips 已还款/未还款), and three cases on the real embedded model."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from app.cli import main
+from app.domain.intents import mentioned
+from app.eval import golden
+from app.eval.run import demo_policy
+from app.prompts import render_fallback, render_prompt
+from app.settings import get_settings
+from tests.fakes.sglang_server import RunningFake, Script
+
+# The zh-CN payment questions whose answer the flipping profile turns around.
+FLIPPED = {
+    "G-CNY-1/2026-11-05/zh-CN/payment": "您的本期账单已还款。",  # unpaid, said to be repaid: the seed incident
+    "G-EUR-3/2026-11-20/zh-CN/payment": "您的本期账单已还款。",
+    "G-CNY-3/2026-11-20/zh-CN/payment": "您的本期账单已还款。",
+    "G-CNY-1/2026-11-20/zh-CN/payment": "您的本期账单未还款。",  # paid, said not to be
+    "G-EUR-1/2026-11-15/zh-CN/payment": "您的本期账单未还款。",
+}
+KINDS = ["status_flip", "wrong_amount", "wrong_direction", "wrong_driver"]
+
+
+def _answer(text: str) -> Script:
+    return Script(text=json.dumps({"answer": text}, ensure_ascii=False), token_delay_s=0.0)
+
+
+def scripted(flip: bool) -> Callable[[str], Script | None]:
+    """Answers each golden prompt with the deterministic answer (correct), or the flipped one."""
+    policy, template = demo_policy(), get_settings().chat_template
+    answers = {}
+    for case in golden.load():
+        prompt = render_prompt(policy=policy, intent=case.intent, facts=case.facts, question=case.question,
+                               locale=case.locale, chat_template=template)  # fmt: skip
+        focus = mentioned(case.question, {e.label for e in case.facts.entries})
+        text = render_fallback(case.intent, case.facts, case.locale, policy=policy, focus=focus)
+        answers[prompt.text] = _answer(FLIPPED[case.id] if flip and case.id in FLIPPED else text)
+    return answers.get
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Result]]:
+    monkeypatch.setenv("ENGINE_MAX_TOKENS", "1000")  # the fake counts words and spaces as tokens
+    get_settings.cache_clear()
+    runner = CliRunner()
+    yield lambda *args: runner.invoke(main, ["eval", *args], catch_exceptions=False)
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def flipping() -> Iterator[RunningFake]:
+    server = RunningFake()
+    server.fake.answer_for = scripted(flip=True)
+    yield server
+    server.stop()
+
+
+def test_the_gate_fails_a_candidate_that_flips_the_payment_status(
+    cli: Callable[..., Result], fake_sglang: RunningFake, flipping: RunningFake, tmp_path: Path
+) -> None:
+    fake_sglang.fake.answer_for = scripted(flip=False)
+    report, page = tmp_path / "eval.json", tmp_path / "eval.html"
+    result = cli(
+        "--profile", f"good=sglang:{fake_sglang.url}", "--profile", f"flips=sglang:{flipping.url}",
+        "--baseline", "good", "--candidate", "flips", "--concurrency", "8", "--json", str(report), "--html", str(page),
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "gate failed: status flips: 5 against 0 (any increase fails)" in result.output
+
+    data: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
+    assert set(data) == {"golden_cases", "prompt_version", "thresholds", "profiles", "gate"}
+    assert data["golden_cases"] == 80
+    assert data["thresholds"] == {
+        "status_flip_increase": 0, "rate_points": 0.01, "served_points": 0.05, "ttft_p99_ratio": 1.5,
+        "ttft_p99_floor_ms": 50.0,
+    }  # fmt: skip
+    good, flips = data["profiles"]
+    assert set(good) == {
+        "label", "engine", "target", "model", "cases", "served_as_model", "served_share", "fallbacks", "errors",
+        "error_rates", "ttft_ms", "e2e_ms", "tokens", "results",
+    }  # fmt: skip
+    assert (good["label"], good["engine"], good["target"], good["cases"]) == ("good", "sglang", fake_sglang.url, 80)
+    assert good["errors"] == dict.fromkeys(KINDS, 0)
+    assert (good["served_as_model"], good["served_share"], good["fallbacks"]) == (80, 1.0, {})
+    assert flips["errors"] == {"status_flip": 5, "wrong_amount": 0, "wrong_direction": 0, "wrong_driver": 0}
+    assert flips["error_rates"]["status_flip"] == 5 / 80
+    flipped = {r["id"]: [f["detail"] for f in r["findings"]] for r in flips["results"] if r["findings"]}
+    assert flipped == {
+        "G-CNY-1/2026-11-05/zh-CN/payment": ["payment_made (unpaid)"],
+        "G-EUR-3/2026-11-20/zh-CN/payment": ["payment_made (unpaid)"],
+        "G-CNY-3/2026-11-20/zh-CN/payment": ["payment_made (unpaid)"],
+        "G-CNY-1/2026-11-20/zh-CN/payment": ["unpaid (paid)"],
+        "G-EUR-1/2026-11-15/zh-CN/payment": ["unpaid (paid)"],
+    }
+    assert set(good["ttft_ms"]) == {"p50", "p99"}
+    assert good["ttft_ms"]["p50"] > 0
+    assert good["tokens"]["completion"] == sum(r["completion_tokens"] for r in good["results"])
+    assert good["tokens"]["completion"] > 1000
+    assert data["gate"]["passed"] is False
+    assert data["gate"]["failures"][0] == "status flips: 5 against 0 (any increase fails)"
+
+    html = page.read_text(encoding="utf-8")
+    assert html.count('<svg xmlns="http://www.w3.org/2000/svg" class="chart"') == 4
+    for kind in KINDS:
+        assert html.count(f'data-kind="{kind}"') == 1
+    assert "Gate: flips against good: FAILED" in html
+
+
+def test_the_gate_passes_a_candidate_as_good_as_the_baseline(
+    cli: Callable[..., Result], fake_sglang: RunningFake
+) -> None:
+    fake_sglang.fake.answer_for = scripted(flip=False)
+    result = cli(
+        "--profile", f"a=sglang:{fake_sglang.url}", "--profile", f"a-again=sglang:{fake_sglang.url}",
+        "--baseline", "a", "--candidate", "a-again", "--limit", "20", "--concurrency", "8",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "gate passed: a-again is not worse than a" in result.output
+
+
+def test_profiles_and_labels_are_checked(cli: Callable[..., Result]) -> None:
+    assert cli("--profile", "x=gpu:foo").exit_code == 2
+    assert cli("--profile", "x=sglang").exit_code == 2
+    wrong = cli("--profile", "x=sglang:http://127.0.0.1:9", "--baseline", "x", "--candidate", "y")
+    assert (wrong.exit_code, "no profile is labelled 'y'" in wrong.output) == (2, True)
+
+
+@pytest.mark.model
+def test_three_golden_cases_on_the_embedded_model(
+    cli: Callable[..., Result], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENGINE_MAX_TOKENS", "160")  # the service's default: the model's answers stop there
+    report = tmp_path / "eval.json"
+    result = cli("--profile", "smollm2=embedded", "--limit", "3", "--json", str(report))
+    assert result.exit_code == 0, result.output
+    (profile,) = json.loads(report.read_text(encoding="utf-8"))["profiles"]
+    assert (profile["engine"], profile["model"], profile["cases"]) == ("embedded", "SmolLM2-135M-Instruct.Q4_1.gguf", 3)
+    assert [r["id"] for r in profile["results"]] == [c.id for c in golden.load(limit=3)]
+    assert profile["served_as_model"] + sum(profile["fallbacks"].values()) == 3
