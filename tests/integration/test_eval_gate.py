@@ -12,18 +12,16 @@ import pytest
 from click.testing import CliRunner, Result
 
 from app.cli import main
-from app.domain.intents import mentioned
 from app.eval import golden
 from app.eval.run import demo_policy
-from app.prompts import render_fallback, render_prompt
+from app.prompts import render_prompt
 from app.settings import get_settings
 from tests.fakes.sglang_server import RunningFake, Script
 
 # The zh-CN payment questions whose answer the flipping profile turns around.
-FLIPPED = {
+FLIPPED = {  # each with a prompt of its own (the prompt carries slot names, not values: cases can share one)
     "G-CNY-1/2026-11-05/zh-CN/payment": "您的本期账单已还款。",  # unpaid, said to be repaid: the seed incident
-    "G-EUR-3/2026-11-20/zh-CN/payment": "您的本期账单已还款。",
-    "G-CNY-3/2026-11-20/zh-CN/payment": "您的本期账单已还款。",
+    "G-USD-1/2026-11-30/zh-CN/payment": "您的本期账单已还款。",  # overdue
     "G-CNY-1/2026-11-20/zh-CN/payment": "您的本期账单未还款。",  # paid, said not to be
     "G-EUR-1/2026-11-15/zh-CN/payment": "您的本期账单未还款。",
 }
@@ -34,16 +32,22 @@ def _answer(text: str) -> Script:
     return Script(text=json.dumps({"answer": text}, ensure_ascii=False), token_delay_s=0.0)
 
 
+# A correct answer in slots, as the prompt asks: true of every case.
+CORRECT = {
+    "en": "Your new balance is {new_balance}. The status of this statement: {status}.",
+    "zh-CN": "您本期新余额为{new_balance}。账单状态：{status}。",
+}
+
+
 def scripted(flip: bool) -> Callable[[str], Script | None]:
-    """Answers each golden prompt with the deterministic answer (correct), or the flipped one."""
+    """Answers each golden prompt correctly (in slots), or with the flipped status."""
     policy, template = demo_policy(), get_settings().chat_template
     answers = {}
     for case in golden.load():
         prompt = render_prompt(policy=policy, intent=case.intent, facts=case.facts, question=case.question,
                                locale=case.locale, chat_template=template)  # fmt: skip
-        focus = mentioned(case.question, {e.label for e in case.facts.entries})
-        text = render_fallback(case.intent, case.facts, case.locale, policy=policy, focus=focus)
-        answers[prompt.text] = _answer(FLIPPED[case.id] if flip and case.id in FLIPPED else text)
+        text = FLIPPED[case.id] if flip and case.id in FLIPPED else CORRECT[case.locale]
+        answers[prompt.text] = _answer(text)
     return answers.get
 
 
@@ -74,7 +78,7 @@ def test_the_gate_fails_a_candidate_that_flips_the_payment_status(
         "--baseline", "good", "--candidate", "flips", "--concurrency", "8", "--json", str(report), "--html", str(page),
     )  # fmt: skip
     assert result.exit_code == 1, result.output
-    assert "gate failed: status flips: 5 against 0 (any increase fails)" in result.output
+    assert "gate failed: status flips: 4 against 0 (any increase fails)" in result.output
 
     data: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
     assert set(data) == {"golden_cases", "prompt_version", "thresholds", "profiles", "gate"}
@@ -91,13 +95,12 @@ def test_the_gate_fails_a_candidate_that_flips_the_payment_status(
     assert (good["label"], good["engine"], good["target"], good["cases"]) == ("good", "sglang", fake_sglang.url, 80)
     assert good["errors"] == dict.fromkeys(KINDS, 0)
     assert (good["served_as_model"], good["served_share"], good["fallbacks"]) == (80, 1.0, {})
-    assert flips["errors"] == {"status_flip": 5, "wrong_amount": 0, "wrong_direction": 0, "wrong_driver": 0}
-    assert flips["error_rates"]["status_flip"] == 5 / 80
+    assert flips["errors"] == {"status_flip": 4, "wrong_amount": 0, "wrong_direction": 0, "wrong_driver": 0}
+    assert flips["error_rates"]["status_flip"] == 4 / 80
     flipped = {r["id"]: [f["detail"] for f in r["findings"]] for r in flips["results"] if r["findings"]}
     assert flipped == {
         "G-CNY-1/2026-11-05/zh-CN/payment": ["payment_made (unpaid)"],
-        "G-EUR-3/2026-11-20/zh-CN/payment": ["payment_made (unpaid)"],
-        "G-CNY-3/2026-11-20/zh-CN/payment": ["payment_made (unpaid)"],
+        "G-USD-1/2026-11-30/zh-CN/payment": ["payment_made (overdue)"],
         "G-CNY-1/2026-11-20/zh-CN/payment": ["unpaid (paid)"],
         "G-EUR-1/2026-11-15/zh-CN/payment": ["unpaid (paid)"],
     }
@@ -106,7 +109,7 @@ def test_the_gate_fails_a_candidate_that_flips_the_payment_status(
     assert good["tokens"]["completion"] == sum(r["completion_tokens"] for r in good["results"])
     assert good["tokens"]["completion"] > 1000
     assert data["gate"]["passed"] is False
-    assert data["gate"]["failures"][0] == "status flips: 5 against 0 (any increase fails)"
+    assert data["gate"]["failures"][0] == "status flips: 4 against 0 (any increase fails)"
 
     html = page.read_text(encoding="utf-8")
     assert html.count('<svg xmlns="http://www.w3.org/2000/svg" class="chart"') == 4

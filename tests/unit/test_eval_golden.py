@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import Counter
 
 from app.domain.intents import mentioned
-from app.domain.validation import validate
 from app.eval import golden
 from app.eval.keyfields import key_field_errors
 from app.eval.run import demo_policy
@@ -45,7 +44,6 @@ def test_the_deterministic_answers_have_no_key_field_errors() -> None:
     for case in golden.load():
         focus = mentioned(case.question, {e.label for e in case.facts.entries})
         text = render_fallback(case.intent, case.facts, case.locale, policy=policy, focus=focus)
-        assert validate(text, case.facts, case.locale).ok
         if errors := key_field_errors(text, case.facts, case.intent, known=known):
             found[case.id] = errors
     assert found == {}
