@@ -218,7 +218,7 @@ class Settings:
             engine_max_tokens=_int(e, "ENGINE_MAX_TOKENS", 160, minimum=1),
             engine_capacity=_int(e, "ENGINE_CAPACITY", capacity, minimum=1),
             drain_timeout_s=_float(e, "DRAIN_TIMEOUT_S", 30),
-            max_in_flight=_int(e, "MAX_IN_FLIGHT", 32 if engine == "off" else 64, minimum=1),
+            max_in_flight=_int(e, "MAX_IN_FLIGHT", 12 if engine == "off" else 64, minimum=1),
             max_loop_lag_ms=_float(e, "MAX_LOOP_LAG_MS", 0.0, zero=True),
             queue_deadline_scale=_float(e, "QUEUE_DEADLINE_SCALE", 1),
             batch_worker=_flag(e, "BATCH_WORKER", True),

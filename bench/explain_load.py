@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -30,6 +31,22 @@ QUESTIONS = [
 ]
 
 
+def explanation_requests(port: int, key: str, refs: list[str]) -> Callable[[int], bytes]:
+    """The i-th request: POST /v1/explanations on a random seeded account with the question mix
+    (the same sequence in every run)."""
+    rng = random.Random(7)
+    headers = {"Authorization": f"Bearer {key}"}
+
+    def make_request(i: int) -> bytes:
+        question, locale = QUESTIONS[i % len(QUESTIONS)]
+        body: dict[str, Any] = {"account_ref": rng.choice(refs), "question": question}
+        if locale:
+            body["locale"] = locale
+        return post("127.0.0.1", port, "/v1/explanations", msgspec.json.encode(body), headers)
+
+    return make_request
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rates", default="50,100,200,300", help="offered requests/s, comma-separated")
@@ -41,16 +58,7 @@ def main(argv: list[str] | None = None) -> None:
 
     # The deterministic path: this measures the service around the engine (the engine has its own bench).
     with demo_database() as (url, key, refs), service(url, {"ENGINE": "off"}) as port:
-        rng = random.Random(7)
-        headers = {"Authorization": f"Bearer {key}"}
-
-        def make_request(i: int) -> bytes:
-            question, locale = QUESTIONS[i % len(QUESTIONS)]
-            body: dict[str, Any] = {"account_ref": rng.choice(refs), "question": question}
-            if locale:
-                body["locale"] = locale
-            return post("127.0.0.1", port, "/v1/explanations", msgspec.json.encode(body), headers)
-
+        make_request = explanation_requests(port, key, refs)
         uvloop.run(open_loop("127.0.0.1", port, 100, 3, make_request))  # warm-up: pools, caches, JIT-free paths
         print(f"POST /v1/explanations, open loop (Poisson), {len(refs)} accounts, {args.duration:.0f} s per rate, "
               f"{os.cpu_count()} cores, server and load generator on the same machine")  # fmt: skip

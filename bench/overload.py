@@ -16,16 +16,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
-from typing import Any
 
-import msgspec
 import uvloop
 
-from app.replay.http import post
 from app.replay.stats import percentile
 from bench.common import demo_database, service
-from bench.explain_load import QUESTIONS
+from bench.explain_load import explanation_requests
 from bench.loadgen import Result, open_loop
 
 RAMP_P99_MS = 25.0
@@ -44,15 +40,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.guard == "off":
         env |= {"MAX_IN_FLIGHT": "1000000", "MAX_LOOP_LAG_MS": "0"}
     with demo_database() as (url, key, refs), service(url, env) as port:
-        rng = random.Random(7)
-        headers = {"Authorization": f"Bearer {key}"}
-
-        def make_request(i: int) -> bytes:
-            question, locale = QUESTIONS[i % len(QUESTIONS)]
-            body: dict[str, Any] = {"account_ref": rng.choice(refs), "question": question}
-            if locale:
-                body["locale"] = locale
-            return post("127.0.0.1", port, "/v1/explanations", msgspec.json.encode(body), headers)
+        make_request = explanation_requests(port, key, refs)
 
         def run(rate: float, duration_s: float) -> Result:
             return uvloop.run(open_loop("127.0.0.1", port, rate, duration_s, make_request))

@@ -95,7 +95,7 @@ def test_engine_capacity_defaults_to_what_the_engine_can_take(env: dict[str, str
 
 @pytest.mark.parametrize(
     ("env", "in_flight"),
-    [({}, 64), ({"ENGINE": "sglang"}, 64), ({"ENGINE": "off"}, 32), ({"ENGINE": "off", "MAX_IN_FLIGHT": "3"}, 3)],
+    [({}, 64), ({"ENGINE": "sglang"}, 64), ({"ENGINE": "off"}, 12), ({"ENGINE": "off", "MAX_IN_FLIGHT": "3"}, 3)],
 )
 def test_max_in_flight_defaults_to_the_pool_without_an_engine(env: dict[str, str], in_flight: int) -> None:
     assert Settings.from_env(env).max_in_flight == in_flight
