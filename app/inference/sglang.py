@@ -77,12 +77,14 @@ class SGLangEngine:
                     detail = (await response.aread())[:300].decode(errors="replace")
                     raise EngineError(f"sglang answered {response.status_code}: {detail}")
                 async for line in response.aiter_lines():
-                    if not line.startswith("data:"):
+                    if done or not line.startswith("data:"):
                         continue
                     data = line[5:].strip()
                     if data == "[DONE]":
+                        # Read on to the end of the body: a response read whole lets httpx keep the
+                        # connection for the next request instead of opening a new one per answer.
                         done = True
-                        break
+                        continue
                     event = msgspec.json.decode(data)
                     if "error" in event:
                         raise engine_error("sglang", event["error"])

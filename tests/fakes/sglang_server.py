@@ -65,6 +65,8 @@ class FakeSGLang:
     requests: list[dict[str, Any]] = field(default_factory=list)
     aborted: set[str] = field(default_factory=set)
     disconnected: set[str] = field(default_factory=set)
+    # The client's (host, port) of each /generate: one port for many requests is one kept-alive connection.
+    connections: list[tuple[str, int]] = field(default_factory=list)
     _prompts: list[list[str]] = field(default_factory=list)
 
     def cached_tokens(self, prompt: list[str]) -> int:
@@ -97,6 +99,7 @@ class FakeSGLang:
             self.aborted.add(json.loads(body)["rid"])
             return await _json(send, 200, {})
         if method == "POST" and path == "/generate":
+            self.connections.append(tuple(scope["client"]))
             return await self._generate(json.loads(body), receive, send)
         await _json(send, 404, {"detail": "Not Found"})
 
@@ -213,6 +216,7 @@ class RunningFake:
         self.fake.requests.clear()
         self.fake.aborted.clear()
         self.fake.disconnected.clear()
+        self.fake.connections.clear()
 
     def stop(self) -> None:
         self._server.stop()

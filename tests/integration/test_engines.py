@@ -203,3 +203,17 @@ async def test_each_engine_names_its_profile(embedded_engine: EmbeddedEngine, fa
     finally:
         await plain.close()
         await quantized.close()
+
+
+async def test_sglang_answers_reuse_one_connection(fake_sglang: RunningFake) -> None:
+    """Each stream is read to the end of its body, so the client keeps its connection alive: ten
+    answers in a row arrive on one TCP connection, not ten."""
+    fake_sglang.fake.default = Script(text='{"answer": "Your new balance is {new_balance}."}')
+    client = SGLangEngine(fake_sglang.url, model="fake/model")
+    try:
+        for i in range(10):
+            await run(client, GenerationRequest(request_id=f"keep-{i}", prompt="Hello", max_tokens=32))
+    finally:
+        await client.close()
+    assert len(fake_sglang.fake.connections) == 10
+    assert len(set(fake_sglang.fake.connections)) == 1
