@@ -88,10 +88,9 @@ class AnswerService:
                 return
             if ask.use_cache and not ask.canonical:
                 self._fill_cache_later(turn)
-            fallback = self._deterministic(turn)
             outcome = None
-            values = slot_values(turn.facts, turn.locale)
             if self.llm is not None and turn.intent != "out_of_scope":  # a polite refusal needs no model
+                values = slot_values(turn.facts, turn.locale)
                 gate = SentenceGate(turn.facts, turn.locale, values)
                 stream = stream_model(
                     self.llm,
@@ -121,14 +120,14 @@ class AnswerService:
                                 spec_accept_rate=aborted.spec_accept_rate if aborted else None,
                             )
                             break
-                answer, reason = await self._conclude(turn, fallback, outcome, values)
+                answer, reason = await self._conclude(turn, outcome, values)
                 if reason is None:
                     yield Delta(gate.rest())
                 else:
                     yield Replace(text=answer.explanation, reason=reason)
             else:
-                yield Delta(fallback)
-                answer, _ = await self._conclude(turn, fallback, None, values)
+                answer, _ = await self._conclude(turn, None, {})
+                yield Delta(answer.explanation)
             yield Final(answer)
 
     @asynccontextmanager
@@ -246,12 +245,12 @@ class AnswerService:
         )
 
     async def _conclude(
-        self, turn: Turn, fallback: str, outcome: Outcome | None, values: dict[str, str]
+        self, turn: Turn, outcome: Outcome | None, values: dict[str, str]
     ) -> tuple[ExplanationResponse, Reason | None]:
         """Validate the model's whole answer against the facts and fill its slots; serve it, or the
-        deterministic text; remember a validated answer; audit. Returns the answer and why it is not
-        the model's (None: it is)."""
-        explanation, model, usage = fallback, None, None
+        deterministic text (rendered only then); remember a validated canonical answer; audit.
+        Returns the answer and why it is not the model's (None: it is)."""
+        explanation, model, usage = None, None, None
         source: Source = "fallback"
         if outcome is None:
             reason: Reason | None = Reason(rule="out_of_scope" if turn.intent == "out_of_scope" else "engine_off")
@@ -268,6 +267,8 @@ class AnswerService:
                     reason = verdict.reason
         if reason is not None:
             FALLBACKS.labels(reason=reason.rule).inc()
+        if explanation is None:
+            explanation = self._deterministic(turn)
         answer = self._response(turn, explanation=explanation, source=source, model=model, usage=usage)
         key = self._cache_key(turn)
         if source == "model" and turn.ask.canonical and key is not None:  # validated canonical answers only

@@ -76,6 +76,7 @@ async def test_a_valid_model_answer_is_served(
     assert body["prompt_version"] == PROMPT_VERSION
     assert body["totals"] == {"current": "124.99", "previous": "112.99", "difference": "12.00"}
     assert {"prompt", "engine", "ttft", "decode", "validate"} <= body["timings_ms"].keys()
+    assert "explain" not in body["timings_ms"]  # the deterministic answer is not rendered when not served
     sent = fake_sglang.fake.requests[-1]
     assert sent["priority"] == 1  # the api channel (level 1), allowed by an interactive tenant
     assert json.loads(sent["sampling_params"]["json_schema"])["additionalProperties"] is False
@@ -114,6 +115,7 @@ async def test_anything_but_a_valid_answer_falls_back(
     body = await ask(llm_client, bank)
     assert body["source"] == "fallback"
     assert body["explanation"].startswith("Your statement for 1 October 2026 to 31 October 2026")
+    assert "explain" in body["timings_ms"]  # rendered, since it is served
     assert body["totals"]["difference"] == "12.00"
     assert body["model"] == "fake/model"
     _, _, _, _, _, recorded = await audit(engine, body["answer_id"])
