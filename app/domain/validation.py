@@ -9,8 +9,8 @@ once it has passed):
 - the words right before a slot name the role the slot has ("the minimum payment of {outstanding}"
   fails: a role swap);
 - direction words (higher/lower, 增加/减少, unchanged) agree with the sign of what they describe: the
-  drivers named in the sentence, else the bill's difference.
-Then the whole answer: not empty, not too long, in the language asked for.
+  drivers named in the sentence, and the bill's difference when the sentence names it or no driver.
+And the whole answer: not empty, not too long, in the language asked for (each sentence too).
 
 Status words are refused outright rather than compared with the status: the {status} slot states it,
 in the facts' own words, so no paraphrase or negation ("nothing is owed", "尚未还款") can flip it.
@@ -217,7 +217,7 @@ def check_sentence(sentence: str, facts: BillFacts, locale: str) -> Verdict:
 
 
 def validate(text: str, facts: BillFacts, locale: str, *, max_chars: int = MAX_CHARS) -> Verdict:
-    """The model's whole answer, with its slots still unfilled: each sentence, then the whole."""
+    """The model's whole answer, with its slots still unfilled: the whole (length, language), then each sentence."""
     stripped = text.strip()
     if not stripped:
         return _refuse("empty")
