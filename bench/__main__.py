@@ -1,8 +1,10 @@
-"""./scripts/dev bench [explain|prefix|priorities|ladder|cache|chat|overload] [options]: see each module's docstring."""
+"""./scripts/dev bench [explain|prefix|priorities|ladder|cache|chat|overload|overhead] [options].
+
+See each module's docstring."""
 
 import sys
 
-from bench import answer_cache, chat_stream, explain_load, ladder, overload, prefix_cache, priorities
+from bench import answer_cache, chat_stream, explain_load, ladder, overhead, overload, prefix_cache, priorities
 
 BENCHES = {
     "explain": explain_load.main,
@@ -12,6 +14,7 @@ BENCHES = {
     "cache": answer_cache.main,
     "chat": chat_stream.main,
     "overload": overload.main,
+    "overhead": overhead.main,
 }
 
 if len(sys.argv) > 1 and sys.argv[1] in BENCHES:

@@ -70,6 +70,13 @@ def _free_port() -> int:
 @contextmanager
 def service(database_url: str, env: dict[str, str]) -> Iterator[int]:
     """`bill-assistant serve` in its own process with extra environment; yields its port when ready."""
+    with service_process(database_url, env) as (port, _):
+        yield port
+
+
+@contextmanager
+def service_process(database_url: str, env: dict[str, str]) -> Iterator[tuple[int, int]]:
+    """As `service`, yielding its port and process id (to read its CPU time from /proc)."""
     port = _free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "app", "serve", "--port", str(port)],
@@ -88,7 +95,7 @@ def service(database_url: str, env: dict[str, str]) -> Iterator[int]:
                 if time.monotonic() > deadline or process.poll() is not None:
                     raise RuntimeError("the service did not become ready") from None
                 time.sleep(0.2)
-        yield port
+        yield port, process.pid
     finally:
         process.terminate()
         process.wait(30)

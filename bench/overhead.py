@@ -1,0 +1,175 @@
+"""The service's own cost around the engine: the model's answer, the engine off, a cache hit, side by side.
+
+    ./scripts/dev bench overhead [--rates 10,50,100,200] [--duration 10]
+
+One scratch copy of the demo bank; `bill-assistant serve` in its own process, once per path, each
+driven open loop (Poisson) on POST /v1/explanations with the same requests: a bill-change question
+on a random account, as of a fixed date. The paths:
+
+- model: ENGINE=sglang on the project's fake SGLang server (tests/fakes/sglang_server.py, in its own
+  process) as a zero-latency engine (no token delay) that answers a valid slot answer, so the
+  model's answer is served; ANSWER_CACHE_FILL=0 and BATCH_WORKER=0, so nothing fills the cache and
+  every request goes to the engine. The engine costs nothing here: its latency is the service's.
+- engine off: ENGINE=off, the deterministic answer.
+- cache hit: the same fake engine, after `bill-assistant precompute --today <as-of>` answered every
+  statement's canonical bill-change question; every request is answered from the answer cache.
+
+Per path and rate: achieved requests/s, P50/P90/P99 latency and the server process's CPU time
+(utime + stime from /proc/<pid>/stat, before and after the rate) per request handled (answered or
+refused with 503); then the ratios.
+Before each path's load, every account is asked once and the answers' sources are counted (that
+they are what the path claims) and the server warmed up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import subprocess
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+
+import msgspec
+import uvloop
+
+from app.replay.http import Pool, post
+from bench.common import demo_database, service_process
+from bench.loadgen import Result, open_loop
+
+AS_OF = "2026-11-15"
+QUESTION = "Why is my bill higher than last month?"
+MODEL_ANSWER = '{"answer": "Your new balance is {new_balance}."}'
+QUIET = {"LOG_LEVEL": "WARNING"}
+
+
+def _fake_engine(conn: Connection) -> None:
+    """The fake SGLang server, zero latency, in this (child) process until the parent hangs up."""
+    from tests.fakes.sglang_server import RunningFake, Script
+
+    running = RunningFake()
+    running.fake.default = Script(text=MODEL_ANSWER, token_delay_s=0.0)
+    # The fake's radix-cache bookkeeping compares each prompt with every earlier one: quadratic over
+    # a run's thousands of requests. The service does not need it here.
+    running.fake.cached_tokens = lambda prompt: 0  # type: ignore[method-assign]
+    conn.send(running.url)
+    with contextlib.suppress(EOFError):
+        conn.recv()
+    running.stop()
+
+
+def _cpu_s(pid: int) -> float:
+    """The process's user + system CPU time, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _request(port: int, key: str, ref: str) -> bytes:
+    body = msgspec.json.encode({"account_ref": ref, "question": QUESTION, "as_of": AS_OF})
+    return post("127.0.0.1", port, "/v1/explanations", body, {"Authorization": f"Bearer {key}"})
+
+
+async def _sources(port: int, key: str, refs: list[str]) -> dict[str, str]:
+    """Each account asked once, one at a time: where its answer came from."""
+    pool = Pool("127.0.0.1", port)
+    sources = {}
+    for ref in refs:
+        reply = await pool.request(_request(port, key, ref))
+        sources[ref] = str(msgspec.json.decode(reply.body)["source"]) if reply.status == 200 else f"http {reply.status}"
+    pool.close()
+    return sources
+
+
+@dataclass
+class Row:
+    path: str
+    rate: float
+    result: Result
+    cpu_ms_per_request: float
+
+
+def _cpu(row: Row) -> float:
+    return row.cpu_ms_per_request
+
+
+def _p50(row: Row) -> float:
+    return row.result.percentile(50)
+
+
+def _drive(name: str, port: int, pid: int, key: str, refs: list[str], rates: list[float], duration: float) -> list[Row]:
+    sources = asyncio.run(_sources(port, key, refs))
+    print(f"{name}: {len(refs)} accounts asked once, answers by source: {dict(Counter(sources.values()))}", flush=True)
+    ordered = sorted(refs)
+
+    def make_request(i: int) -> bytes:
+        return _request(port, key, ordered[(i * 7919) % len(ordered)])
+
+    uvloop.run(open_loop("127.0.0.1", port, 50, 3, make_request))  # warm-up
+    rows = []
+    for rate in rates:
+        before = _cpu_s(pid)
+        r = uvloop.run(open_loop("127.0.0.1", port, rate, duration, make_request))
+        spent_ms = (_cpu_s(pid) - before) * 1000
+        handled = len(r.latencies_ms) + sum(r.errors.values())
+        rows.append(Row(name, rate, r, spent_ms / handled if handled else float("nan")))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rates", default="10,50,100,200", help="offered requests/s, comma-separated")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per rate")
+    args = parser.parse_args(argv)
+    rates = [float(r) for r in args.rates.split(",")]
+
+    ctx = multiprocessing.get_context("spawn")
+    here, there = ctx.Pipe()
+    fake = ctx.Process(target=_fake_engine, args=(there,), daemon=True)
+    fake.start()
+    engine_url = here.recv()
+    sglang = {**QUIET, "ENGINE": "sglang", "SGLANG_URL": engine_url, "ANSWER_CACHE_FILL": "0", "BATCH_WORKER": "0"}
+    rows: list[Row] = []
+    try:
+        with demo_database() as (url, key, refs):
+            with service_process(url, sglang) as (port, pid):
+                # Only the accounts whose model answer validates (the fake answers in English, so the
+                # 20 zh-CN accounts fall back), the same ones on every path.
+                served = asyncio.run(_sources(port, key, refs))
+                refs = [ref for ref in refs if served[ref] == "model"]
+                print(f"{len(refs)} of {len(served)} accounts get the model's answer; the bench asks those")
+                rows += _drive("model", port, pid, key, refs, rates, args.duration)
+            with service_process(url, {**QUIET, "ENGINE": "off"}) as (port, pid):
+                rows += _drive("engine off", port, pid, key, refs, rates, args.duration)
+            subprocess.run(
+                [sys.executable, "-m", "app", "precompute", "--today", AS_OF, "--days", "60"],
+                env={**os.environ, **sglang, "DATABASE_URL": url},
+                check=True,
+                stdout=subprocess.PIPE,
+            )
+            with service_process(url, sglang) as (port, pid):
+                rows += _drive("cache hit", port, pid, key, refs, rates, args.duration)
+    finally:
+        here.close()
+        fake.join(10)
+
+    print(f"POST /v1/explanations, open loop (Poisson), {len(refs)} accounts, {args.duration:.0f} s per rate, "
+          f"{os.cpu_count()} cores, server, load generator and fake engine on the same machine")  # fmt: skip
+    columns = ("offered/s", "achieved/s", "P50 ms", "P90 ms", "P99 ms", "CPU ms/req", "errors")
+    print(f"{'path':<11} " + " ".join(f"{c:>10}" for c in columns))
+    for row in rows:
+        r = row.result
+        errors = sum(r.errors.values())
+        print(f"{row.path:<11} {row.rate:>10.0f} {r.throughput:>10.1f} {r.percentile(50):>10.2f} "
+              f"{r.percentile(90):>10.2f} {r.percentile(99):>10.2f} {row.cpu_ms_per_request:>10.2f} "
+              f"{errors:>10}" + (f"  {r.errors}" if errors else ""))  # fmt: skip
+    by = {(row.path, row.rate): row for row in rows}
+    for rate in rates:
+        model, off, hit = by["model", rate], by["engine off", rate], by["cache hit", rate]
+        print(f"at {rate:.0f}/s: CPU/request model / engine off {_cpu(model) / _cpu(off):.2f}x, "
+              f"cache hit / engine off {_cpu(hit) / _cpu(off):.2f}x; P50 cache hit / model "
+              f"{_p50(hit) / _p50(model):.2f}x, model / engine off {_p50(model) / _p50(off):.2f}x")  # fmt: skip
