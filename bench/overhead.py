@@ -33,6 +33,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 import msgspec
 import uvloop
@@ -40,6 +41,7 @@ import uvloop
 from app.replay.http import Pool, post
 from bench.common import demo_database, service_process
 from bench.loadgen import Result, open_loop
+from bench.stacks import shares, table
 
 AS_OF = "2026-11-15"
 QUESTION = "Why is my bill higher than last month?"
@@ -101,7 +103,9 @@ def _p50(row: Row) -> float:
     return row.result.percentile(50)
 
 
-def _drive(name: str, port: int, pid: int, key: str, refs: list[str], rates: list[float], duration: float) -> list[Row]:
+def _drive(
+    name: str, port: int, pid: int, key: str, refs: list[str], rates: list[float], duration: float, profile: Path | None
+) -> list[Row]:
     sources = asyncio.run(_sources(port, key, refs))
     print(f"{name}: {len(refs)} accounts asked once, answers by source: {dict(Counter(sources.values()))}", flush=True)
     ordered = sorted(refs)
@@ -112,19 +116,35 @@ def _drive(name: str, port: int, pid: int, key: str, refs: list[str], rates: lis
     uvloop.run(open_loop("127.0.0.1", port, 50, 3, make_request))  # warm-up
     rows = []
     for rate in rates:
+        # py-spy samples the server during the first rate's load (a sampling profiler: a few per cent).
+        raw = profile / f"{name.replace(' ', '-')}.txt" if profile and rate == rates[0] else None
+        spy = _py_spy(pid, duration, raw) if raw else None
         before = _cpu_s(pid)
         r = uvloop.run(open_loop("127.0.0.1", port, rate, duration, make_request))
         spent_ms = (_cpu_s(pid) - before) * 1000
         handled = len(r.latencies_ms) + sum(r.errors.values())
         rows.append(Row(name, rate, r, spent_ms / handled if handled else float("nan")))
+        if spy is not None and raw is not None:
+            spy.wait()
+            print(table(f"{name} at {rate:.0f}/s", shares(raw), rows[-1].cpu_ms_per_request))
     return rows
+
+
+def _py_spy(pid: int, duration: float, out: Path) -> subprocess.Popen[bytes]:
+    """`py-spy record` on the server (pip install py-spy: a measuring tool, not a dependency)."""
+    command = ["py-spy", "record", "--pid", str(pid), "--rate", "250", "--duration", str(int(duration)),
+               "--format", "raw", "--nonblocking", "--output", str(out)]  # fmt: skip
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rates", default="10,50,100,200", help="offered requests/s, comma-separated")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per rate")
+    parser.add_argument("--profile", type=Path, help="a folder: profile each path's first rate with py-spy into it")
     args = parser.parse_args(argv)
+    if args.profile:
+        args.profile.mkdir(parents=True, exist_ok=True)
     rates = [float(r) for r in args.rates.split(",")]
 
     ctx = multiprocessing.get_context("spawn")
@@ -142,9 +162,9 @@ def main(argv: list[str] | None = None) -> None:
                 served = asyncio.run(_sources(port, key, refs))
                 refs = [ref for ref in refs if served[ref] == "model"]
                 print(f"{len(refs)} of {len(served)} accounts get the model's answer; the bench asks those")
-                rows += _drive("model", port, pid, key, refs, rates, args.duration)
+                rows += _drive("model", port, pid, key, refs, rates, args.duration, args.profile)
             with service_process(url, {**QUIET, "ENGINE": "off"}) as (port, pid):
-                rows += _drive("engine off", port, pid, key, refs, rates, args.duration)
+                rows += _drive("engine off", port, pid, key, refs, rates, args.duration, args.profile)
             subprocess.run(
                 [sys.executable, "-m", "app", "precompute", "--today", AS_OF, "--days", "60"],
                 env={**os.environ, **sglang, "DATABASE_URL": url},
@@ -152,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
                 stdout=subprocess.PIPE,
             )
             with service_process(url, sglang) as (port, pid):
-                rows += _drive("cache hit", port, pid, key, refs, rates, args.duration)
+                rows += _drive("cache hit", port, pid, key, refs, rates, args.duration, args.profile)
     finally:
         here.close()
         fake.join(10)
