@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from app.domain.facts import BillFacts
 from app.domain.slots import fill
-from app.domain.validation import OK, Verdict, check_sentence, sentence_ends
+from app.domain.validation import OK, Contract, Verdict, check_sentence, sentence_ends
 
 
 class SentenceGate:
     def __init__(self, facts: BillFacts, locale: str, values: dict[str, str]) -> None:
-        self.facts, self.locale, self.values = facts, locale, values
+        self.contract, self.locale, self.values = Contract.of(facts), locale, values
         self._pending = ""  # text not yet released: the start of an unfinished sentence
 
     def feed(self, text: str) -> tuple[list[str], Verdict]:
@@ -24,7 +24,7 @@ class SentenceGate:
         for end in sentence_ends(self._pending):
             segment = self._pending[start:end]
             if segment.strip():
-                verdict = check_sentence(segment.strip(), self.facts, self.locale)
+                verdict = check_sentence(segment.strip(), self.contract, self.locale)
                 if not verdict.ok:
                     return released, verdict
                 released.append(fill(segment, self.values))

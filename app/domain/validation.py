@@ -20,6 +20,7 @@ Anything refused is replaced by the deterministic answer, with the reason.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import msgspec
 
@@ -186,14 +187,27 @@ def _direction(sentence: str, named: list[Slot], difference_sign: int) -> Verdic
     return OK
 
 
-def check_sentence(sentence: str, facts: BillFacts, locale: str) -> Verdict:
+@dataclass(frozen=True, slots=True)
+class Contract:
+    """What one answer's sentences are checked against, worked out once from its facts."""
+
+    slots: dict[str, Slot]
+    labels: dict[str, str]  # third-party names that only a slot may write, by their lower case
+    difference_sign: int
+
+    @classmethod
+    def of(cls, facts: BillFacts) -> Contract:
+        sign = (facts.difference > 0) - (facts.difference < 0)
+        return cls(slots=slots(facts), labels={name.lower(): name for name in labels(facts)}, difference_sign=sign)
+
+
+def check_sentence(sentence: str, contract: Contract, locale: str) -> Verdict:
     """One sentence of the model's answer, with its slots still unfilled."""
     if not (verdict := _language(sentence, locale)).ok:
         return verdict
-    available = slots(facts)
     named: list[Slot] = []
     for match in SLOT.finditer(sentence):
-        slot = available.get(match.group(1))
+        slot = contract.slots.get(match.group(1))
         if slot is None:
             return _refuse("unknown_slot", match.group(0))
         cue = _role_cue(sentence[: match.start()])
@@ -210,10 +224,10 @@ def check_sentence(sentence: str, facts: BillFacts, locale: str) -> Verdict:
     if status := _STATUS_WORDS.search(_NEUTRAL.sub(" ", bare)):
         return _refuse("status_claim", status.group(0))
     lowered = bare.lower()
-    for label in labels(facts):
-        if label.lower() in lowered:
+    for lower, label in contract.labels.items():
+        if lower in lowered:
             return _refuse("unslotted_label", label)
-    return _direction(sentence, named, (facts.difference > 0) - (facts.difference < 0))
+    return _direction(sentence, named, contract.difference_sign)
 
 
 def validate(text: str, facts: BillFacts, locale: str, *, max_chars: int = MAX_CHARS) -> Verdict:
@@ -225,7 +239,8 @@ def validate(text: str, facts: BillFacts, locale: str, *, max_chars: int = MAX_C
         return _refuse("too_long", str(len(stripped)))
     if not (verdict := _language(stripped, locale)).ok:
         return verdict
+    contract = Contract.of(facts)
     for sentence in sentences(stripped):
-        if not (verdict := check_sentence(sentence, facts, locale)).ok:
+        if not (verdict := check_sentence(sentence, contract, locale)).ok:
             return verdict
     return OK
