@@ -25,10 +25,12 @@ from pathlib import Path
 from typing import TypeVar
 
 from app.domain.vocabulary import (
+    ADMISSION_SCOPES,
     CHAT_TEMPLATES,
     ENGINE_KINDS,
     PROMPT_LAYOUTS,
     SPECULATIVE,
+    AdmissionScope,
     ChatTemplate,
     EngineKind,
     PromptLayout,
@@ -138,6 +140,9 @@ class Settings:
     # Requests admitted to the engine at once (the admission scheduler's global cap). Default: the
     # embedded engine's slots; for SGLang about its --max-running-requests; unlimited with no engine.
     engine_capacity: int
+    # "shared": rate limits, concurrency caps and engine_capacity hold across every replica on the
+    # database (app/data/admission.py); "local": this process counts alone (one process only).
+    admission: AdmissionScope
     # On shutdown, how long in-flight requests may take to finish.
     drain_timeout_s: float
     # Overload guard on every path (app/api/overload.py): at most this many requests handled at
@@ -221,6 +226,7 @@ class Settings:
             max_in_flight=_int(e, "MAX_IN_FLIGHT", 12 if engine == "off" else 64, minimum=1),
             max_loop_lag_ms=_float(e, "MAX_LOOP_LAG_MS", 0.0, zero=True),
             queue_deadline_scale=_float(e, "QUEUE_DEADLINE_SCALE", 1),
+            admission=_choice(e, "ADMISSION", "local", ADMISSION_SCOPES),
             batch_worker=_flag(e, "BATCH_WORKER", True),
             answer_cache_fill=_flag(e, "ANSWER_CACHE_FILL", True),
             batch_poll_s=_float(e, "BATCH_POLL_S", 0.5),

@@ -1,13 +1,21 @@
-"""Run an ASGI app on a real loopback port in a background thread (its own event loop)."""
+"""Servers for tests: an ASGI app on a real loopback port in a background thread (its own event
+loop), and the real `bill-assistant serve` in a subprocess."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from typing import Any, Literal
 
+import httpx
 import uvicorn
+
+from app.settings import PROJECT_ROOT
 
 
 class ThreadedServer:
@@ -28,3 +36,34 @@ class ThreadedServer:
     def stop(self) -> None:
         self._server.should_exit = True
         self._thread.join(10)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_service(port: int, **env: str) -> subprocess.Popen[bytes]:
+    """The real entry point, as a deployment runs it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+
+
+async def wait_until_healthy(proc: subprocess.Popen[bytes], url: str, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    async with httpx.AsyncClient(base_url=url, timeout=1) as http:
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, "the service exited before it was healthy"
+            try:
+                if (await http.get("/health")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.1)
+    raise AssertionError("the service did not become healthy")

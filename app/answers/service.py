@@ -41,7 +41,7 @@ from app.domain.vocabulary import Source
 from app.errors import NotFound, Shed
 from app.inference.engine import Engine, GenerationRequest
 from app.inference.factory import build_engine
-from app.inference.scheduler import Hooks, Scheduler
+from app.inference.scheduler import Hooks, Ledger, Scheduler
 from app.metrics import ANSWERS, CACHED_TOKENS, COMPLETION_TOKENS, FALLBACKS, PROMPT_TOKENS, SPEC_ACCEPT_RATE
 from app.prompts import PROMPT_VERSION, render_fallback, render_prompt, slot_values
 from app.settings import Settings
@@ -60,9 +60,12 @@ class AnswerService:
     _filling: dict[CacheKey, asyncio.Task[None]] = field(default_factory=dict, init=False, repr=False)
 
     @classmethod
-    def build(cls, db: AsyncEngine, settings: Settings, hooks: Hooks | None = None) -> AnswerService:
-        """The configured engine (a model load) and an admission scheduler of its capacity."""
-        scheduler = Scheduler(capacity=settings.engine_capacity, hooks=hooks or Hooks())
+    def build(
+        cls, db: AsyncEngine, settings: Settings, hooks: Hooks | None = None, ledger: Ledger | None = None
+    ) -> AnswerService:
+        """The configured engine (a model load) and an admission scheduler of its capacity, counting
+        with every replica through `ledger` when admission is shared."""
+        scheduler = Scheduler(capacity=settings.engine_capacity, hooks=hooks or Hooks(), ledger=ledger)
         return cls(db=db, llm=build_engine(settings), scheduler=scheduler, settings=settings)
 
     async def tenant(self, tenant_id: int) -> Principal | None:

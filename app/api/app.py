@@ -39,6 +39,7 @@ from app.api.metrics import MetricsController
 from app.api.openapi import OPENAPI_PLUGINS, openapi_config
 from app.api.overload import LagMonitor, Limiter, OverloadMiddleware
 from app.api.request_log import RequestLogMiddleware
+from app.data.admission import PostgresLedger
 from app.data.database import asyncpg_url, engine_options
 from app.inference.scheduler import CUT_OFF_GRACE_S
 from app.metrics import scheduler_hooks
@@ -96,21 +97,32 @@ async def _answers_lifespan(app: Litestar) -> AsyncIterator[None]:
     signal comes, this keeps its deadline), then the engine closes."""
     settings: Settings = app.state.settings
     db: SQLAlchemyAsyncConfig = app.state.db_config
-    answers = AnswerService.build(db.get_engine(), settings, scheduler_hooks())
+    ledger = None
+    if settings.admission == "shared":
+        ledger = PostgresLedger(db.get_engine().url.render_as_string(hide_password=False))
+        await ledger.open()
+    answers = AnswerService.build(db.get_engine(), settings, scheduler_hooks(), ledger)
     app.state.answers = answers
     try:
         yield
     finally:
+        await _stop_answers(answers, ledger, settings)
+
+
+async def _stop_answers(answers: AnswerService, ledger: PostgresLedger | None, settings: Settings) -> None:
+    log = structlog.get_logger("bill_assistant")
+    try:
+        await answers.scheduler.shutdown(settings.drain_timeout_s)
+    except TimeoutError:
+        log.warning("shutdown: in-flight requests did not finish in time")
+    if answers.llm is not None:
+        # Bounded: a hung engine may not answer the aborts either, and the process must still end.
         try:
-            await answers.scheduler.shutdown(settings.drain_timeout_s)
+            await asyncio.wait_for(answers.llm.close(), CUT_OFF_GRACE_S)
         except TimeoutError:
-            structlog.get_logger("bill_assistant").warning("shutdown: in-flight requests did not finish in time")
-        if answers.llm is not None:
-            # Bounded: a hung engine may not answer the aborts either, and the process must still end.
-            try:
-                await asyncio.wait_for(answers.llm.close(), CUT_OFF_GRACE_S)
-            except TimeoutError:
-                structlog.get_logger("bill_assistant").warning("shutdown: the engine did not close in time")
+            log.warning("shutdown: the engine did not close in time")
+    if ledger is not None:
+        await ledger.close()
 
 
 async def _start_batch_worker(app: Litestar) -> None:

@@ -304,6 +304,35 @@ class SigninThrottle(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
 
 
+class AdmissionBucket(Base):
+    """A tenant's admission token bucket, shared by every replica (app/data/admission.py). UNLOGGED:
+    live state that a crash may lose (migration 0009 says why)."""
+
+    __tablename__ = "admission_bucket"
+    __table_args__ = {"prefixes": ["UNLOGGED"]}  # noqa: RUF012
+
+    tenant: Mapped[str] = mapped_column(Text, primary_key=True)
+    tokens: Mapped[float] = mapped_column(Float)
+    updated: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class AdmissionLease(Base):
+    """One request admitted to the engine, held by a replica until it finishes or the lease expires
+    (a replica renews its leases while it lives)."""
+
+    __tablename__ = "admission_lease"
+    __table_args__ = (
+        Index("ix_admission_lease_tenant", "tenant"),
+        Index("ix_admission_lease_replica", "replica"),
+        {"prefixes": ["UNLOGGED"]},
+    )
+
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    tenant: Mapped[str] = mapped_column(Text)
+    replica: Mapped[str] = mapped_column(Text)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 class AgentSession(Base):
     """A console login: the cookie holds a random token, the table only its digest (revocable)."""
 

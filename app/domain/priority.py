@@ -22,6 +22,7 @@ always last. The level is also sent to SGLang as the request's `priority` (highe
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from app.domain.vocabulary import Channel, PriorityClass
 
@@ -41,3 +42,8 @@ class TenantLimits:
     weight: int = 1  # share of the engine within a level, relative to the other tenants there
     max_concurrency: int = 8  # requests of this tenant in the engine at once
     rate_per_s: float = 20.0  # sustained admissions per second; bursts up to the same number
+
+
+# What the admission ledger shared by the replicas (app/data/admission.py) answers to one attempt:
+# a slot (granted), a rate token only (queued: no slot was asked for), or why not.
+Verdict = Literal["granted", "queued", "rate_limited", "tenant_busy", "engine_busy"]

@@ -27,6 +27,9 @@ ChatTemplate = Literal["chatml", "gemma"]
 PromptLayout = Literal["static", "dynamic"]
 # The embedded engine's speculative decoding: none, or drafts from n-grams already in the context.
 Speculative = Literal["none", "ngram"]
+# Who counts admissions (rates, caps, engine capacity): this process alone, or every replica
+# together in Postgres (app/data/admission.py).
+AdmissionScope = Literal["local", "shared"]
 
 LOCALES: tuple[Locale, ...] = get_args(Locale)
 CHANNELS: tuple[Channel, ...] = get_args(Channel)
@@ -38,3 +41,4 @@ ENGINE_KINDS: tuple[EngineKind, ...] = get_args(EngineKind)
 CHAT_TEMPLATES: tuple[ChatTemplate, ...] = get_args(ChatTemplate)
 PROMPT_LAYOUTS: tuple[PromptLayout, ...] = get_args(PromptLayout)
 SPECULATIVE: tuple[Speculative, ...] = get_args(Speculative)
+ADMISSION_SCOPES: tuple[AdmissionScope, ...] = get_args(AdmissionScope)

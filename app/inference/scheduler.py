@@ -14,21 +14,43 @@
   the drain deadline it cuts what still runs short (`Drain`): a stream that waits on the engine
   then ends as a deterministic answer, audited, instead of holding the process past the deadline.
 
-Pure asyncio, no I/O: the app and the benchmarks drive it; metrics are reported through hooks.
+With several replicas, the counting part — rate tokens, tenant caps, the engine's capacity — is a
+`Ledger` they share (app/data/admission.py): a request takes its slot there, and a queued one is
+retried when a slot frees here or, for slots freed by other replicas, every LEDGER_POLL_S. The
+order within the process (levels, fair shares, deadlines) stays local.
+
+Pure asyncio, no I/O of its own: the app and the benchmarks drive it; metrics are reported through
+hooks, shared counts through the ledger.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
+import uuid
 from collections import defaultdict, deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import NoReturn, Protocol
 
-from app.domain.priority import LEVELS, TenantLimits
-from app.errors import Shed
+from app.domain.priority import LEVELS, TenantLimits, Verdict
+from app.errors import DatabaseUnavailable, Shed
+
+# How often a queue that waits on the shared ledger looks for slots freed by other replicas.
+LEDGER_POLL_S = 0.02
+
+
+class Ledger(Protocol):
+    """Counts shared by every replica (app/data/admission.py is the Postgres one)."""
+
+    async def enter(
+        self, tenant: str, limits: TenantLimits, *, take_token: bool, want_slot: bool, slots: int, lease: str
+    ) -> tuple[Verdict, float]: ...
+
+    async def leave(self, lease: str) -> None: ...
 
 
 @dataclass(kw_only=True)
@@ -52,7 +74,7 @@ class _Ticket:
     level: int
     limits: TenantLimits
     enqueued: float
-    granted: asyncio.Future[None]
+    granted: asyncio.Future[str]  # the slot's lease (with a ledger) once granted
 
 
 @dataclass
@@ -116,6 +138,7 @@ class Scheduler:
     clock: Callable[[], float] = time.monotonic
     service_time_s: float = 1.0  # running estimate (EWMA) of how long an admitted request holds its slot
     hooks: Hooks = field(default_factory=Hooks)
+    ledger: Ledger | None = None  # None: this process counts alone
 
     def __post_init__(self) -> None:
         self.in_flight = 0
@@ -129,22 +152,20 @@ class Scheduler:
         self.drain = Drain()
         self._idle = asyncio.Event()
         self._idle.set()
+        self._wake = asyncio.Event()  # with a ledger: something may have freed a slot
+        self._dispatcher: asyncio.Task[None] | None = None
 
     # --- public ------------------------------------------------------------------------------------
 
     @asynccontextmanager
     async def admit(self, tenant: str, limits: TenantLimits, level: int, deadline_s: float) -> AsyncIterator[Admission]:
         enqueued = self.clock()
-        self._check_rate(tenant, limits, level, enqueued)
-        if self._closing:
-            self._shed(tenant, level, 503, "shutting_down", 5, "the service is shutting down; retry shortly")
-        if self._can_run_now(tenant, level, limits):
-            self._start(tenant)
-        else:
+        lease = await self._enter(tenant, limits, level)
+        if lease is None:
             wait = self.estimated_wait_s(level)
             if wait > deadline_s:
                 self._shed(tenant, level, 503, "overloaded", wait, f"the engine is busy: about {wait:.1f} s to wait")
-            await self._wait_in_queue(tenant, level, limits, enqueued, deadline_s)
+            lease = await self._wait_in_queue(tenant, level, limits, enqueued, deadline_s)
         waited = self.clock() - enqueued
         self.hooks.admitted(tenant, level, waited)
         started = self.clock()
@@ -155,7 +176,7 @@ class Scheduler:
         finally:
             if not completed:
                 self.hooks.cancelled(tenant, level, "running")
-            self._finish(tenant, self.clock() - started)
+            await self._release(tenant, lease, self.clock() - started)
 
     def estimated_wait_s(self, level: int) -> float:
         """How long a new request at `level` would wait: work ahead of it over the capacity."""
@@ -179,6 +200,8 @@ class Scheduler:
                     self.hooks.shed(tenant, level, "shutting_down")
                     ticket.granted.set_exception(Shed(503, "shutting_down", 5, "the service is shutting down"))
             self._queues[level].clear()
+        if self._dispatcher is not None:
+            self._dispatcher.cancel()
         self.drain.start(timeout_s)
 
     async def shutdown(self, timeout_s: float = 30.0) -> None:
@@ -191,17 +214,55 @@ class Scheduler:
 
     # --- internals ---------------------------------------------------------------------------------
 
-    def _shed(self, tenant: str, level: int, status: int, reason: str, retry_after: float, message: str) -> None:
+    def _shed(self, tenant: str, level: int, status: int, reason: str, retry_after: float, message: str) -> NoReturn:
         self.hooks.shed(tenant, level, reason)
         raise Shed(status, reason, max(1.0, math.ceil(retry_after)), message)
 
-    def _check_rate(self, tenant: str, limits: TenantLimits, level: int, now: float) -> None:
-        bucket = self._buckets.setdefault(tenant, _Bucket(tokens=max(limits.rate_per_s, 1.0), updated=now))
-        wait = bucket.take(now, limits.rate_per_s)
-        if wait > 0:
-            self._shed(
-                tenant, level, 429, "rate_limited", wait, f"over {limits.rate_per_s:g} requests/s for this tenant"
-            )
+    async def _enter(self, tenant: str, limits: TenantLimits, level: int) -> str | None:
+        """Take a rate token, and a slot if nobody here is ahead: the slot's lease ("" without a
+        ledger), or None to queue."""
+        if self.ledger is None:
+            now = self.clock()
+            bucket = self._buckets.setdefault(tenant, _Bucket(tokens=max(limits.rate_per_s, 1.0), updated=now))
+            self._check_rate(tenant, limits, level, bucket.take(now, limits.rate_per_s))
+            self._check_open(tenant, level)
+            if not self._can_run_now(tenant, level, limits):
+                return None
+            self._start(tenant)
+            return ""
+        lease = uuid.uuid4().hex
+        want_slot = not self._closing and self._can_run_now(tenant, level, limits)
+        verdict, retry_after = await self.ledger.enter(
+            tenant, limits, take_token=True, want_slot=want_slot, slots=self._slots(level), lease=lease
+        )
+        self._check_rate(tenant, limits, level, retry_after if verdict == "rate_limited" else 0.0)
+        if self._closing and verdict == "granted":
+            await self._leave(lease)
+        self._check_open(tenant, level)
+        if verdict != "granted":
+            return None
+        self._start(tenant)
+        return lease
+
+    def _check_rate(self, tenant: str, limits: TenantLimits, level: int, retry_after: float) -> None:
+        if retry_after > 0:
+            self._shed(tenant, level, 429, "rate_limited", retry_after,
+                       f"over {limits.rate_per_s:g} requests/s for this tenant")  # fmt: skip
+
+    def _check_open(self, tenant: str, level: int) -> None:
+        if self._closing:
+            self._shed(tenant, level, 503, "shutting_down", 5, "the service is shutting down; retry shortly")
+
+    async def _leave(self, lease: str) -> None:
+        if self.ledger is not None and lease:
+            # Shielded: a request cancelled again while it gives its slot back must still give it.
+            await asyncio.shield(self.ledger.leave(lease))
+
+    async def _release(self, tenant: str, lease: str, held_s: float | None) -> None:
+        try:
+            await self._leave(lease)
+        finally:
+            self._finish(tenant, held_s)
 
     def _slots(self, level: int) -> int:
         return self.capacity if level > 0 else max(1, math.floor(self.capacity * self.batch_share))
@@ -214,7 +275,8 @@ class Scheduler:
 
     async def _wait_in_queue(
         self, tenant: str, level: int, limits: TenantLimits, enqueued: float, deadline_s: float
-    ) -> None:
+    ) -> str:
+        """Queue until granted (the slot's lease), past the deadline (503) or cancelled."""
         ticket = _Ticket(tenant, level, limits, enqueued, asyncio.get_running_loop().create_future())
         queues = self._queues[level]
         if tenant not in queues:
@@ -225,15 +287,15 @@ class Scheduler:
         self.hooks.depth(tenant, level, len(queues[tenant]))
         self._dispatch()  # a slot may be free for this tenant while others wait only for their caps
         try:
-            await asyncio.wait_for(asyncio.shield(ticket.granted), deadline_s)
+            return await asyncio.wait_for(asyncio.shield(ticket.granted), deadline_s)
         except TimeoutError:
             if not self._withdraw(ticket):  # granted in the same instant: keep it
-                return
+                return ticket.granted.result()
             self._shed(tenant, level, 503, "deadline", self.estimated_wait_s(level),
                        f"waited {deadline_s:g} s for the engine; try again shortly")  # fmt: skip
         except asyncio.CancelledError:
             if not self._withdraw(ticket):  # the slot was already given to us: hand it on
-                self._finish(tenant, None)
+                await self._release(tenant, ticket.granted.result(), None)
             self.hooks.cancelled(tenant, level, "queued")
             raise
 
@@ -265,28 +327,72 @@ class Scheduler:
             self._idle.set()
 
     def _dispatch(self) -> None:
+        if self.ledger is not None:
+            self._wake.set()
+            if self._dispatcher is None and not self._closing:
+                self._dispatcher = asyncio.create_task(self._dispatch_from_ledger())
+            return
         while self.in_flight < self.capacity:
-            ticket = self._next()
+            ticket = self._next(skip=set())
             if ticket is None:
                 return
+            self._take(ticket)
             self._start(ticket.tenant)
-            ticket.granted.set_result(None)
+            ticket.granted.set_result("")
 
-    def _next(self) -> _Ticket | None:
+    async def _dispatch_from_ledger(self) -> None:
+        """With a shared ledger, slots are granted here, one ledger call per queued request in turn,
+        whenever a slot may have freed: here (woken) or on another replica (polled)."""
+        assert self.ledger is not None
+        while True:
+            if self.queued():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), LEDGER_POLL_S)
+            else:
+                await self._wake.wait()
+            self._wake.clear()
+            at_cap: set[str] = set()  # tenants at their cap this round: the next tenant may still go
+            while (ticket := self._next(skip=at_cap)) is not None:
+                lease = uuid.uuid4().hex
+                try:
+                    verdict, _ = await self.ledger.enter(ticket.tenant, ticket.limits, take_token=False, want_slot=True,
+                                                         slots=self._slots(ticket.level), lease=lease)  # fmt: skip
+                except DatabaseUnavailable:
+                    break  # queued requests wait (until their deadline) for the ledger to answer again
+                if verdict == "tenant_busy":
+                    at_cap.add(ticket.tenant)
+                elif verdict != "granted":
+                    break  # the engine is full: wait for a slot to free
+                elif ticket.granted.done():  # withdrawn (deadline, disconnect) while we asked
+                    await self._leave(lease)
+                else:
+                    self._take(ticket)
+                    self._start(ticket.tenant)
+                    ticket.granted.set_result(lease)
+
+    def _next(self, *, skip: set[str]) -> _Ticket | None:
+        """The ticket to grant next (left in its queue): the highest level with a free slot, then the
+        tenant with the smallest pass among those under their cap and not in `skip`."""
         for level in LEVELS:
             if self.in_flight >= self._slots(level):
                 continue
             queues = self._queues[level]
-            eligible = [t for t, q in queues.items() if self._running[t] < q[0].limits.max_concurrency]
-            if not eligible:
-                continue
-            tenant = min(eligible, key=lambda t: (self._pass[(level, t)], queues[t][0].enqueued))
-            queue = queues[tenant]
-            ticket = queue.popleft()
-            if not queue:
-                del queues[tenant]
-            self._vtime[level] = self._pass[(level, tenant)]
-            self._pass[(level, tenant)] += 1 / ticket.limits.weight
-            self.hooks.depth(tenant, level, len(queue))
-            return ticket
+            eligible = [
+                t for t, q in queues.items() if t not in skip and self._running[t] < q[0].limits.max_concurrency
+            ]
+            if eligible:
+                tenant = min(eligible, key=lambda t: (self._pass[(level, t)], queues[t][0].enqueued))
+                return queues[tenant][0]
         return None
+
+    def _take(self, ticket: _Ticket) -> None:
+        """Take the ticket `_next` chose out of its queue and advance its tenant's pass."""
+        level, tenant = ticket.level, ticket.tenant
+        queue = self._queues[level][tenant]
+        assert queue[0] is ticket
+        queue.popleft()
+        if not queue:
+            del self._queues[level][tenant]
+        self._vtime[level] = self._pass[(level, tenant)]
+        self._pass[(level, tenant)] += 1 / ticket.limits.weight
+        self.hooks.depth(tenant, level, len(queue))

@@ -5,11 +5,7 @@ its engine request aborted; what was queued for the engine gets 503 `shutting_do
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import socket
-import subprocess
-import sys
 import time
 import uuid
 from typing import Any
@@ -18,43 +14,12 @@ import httpx
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.settings import PROJECT_ROOT
 from tests.factories import document
 from tests.fakes.sglang_server import RunningFake, Script
+from tests.servers import free_port, start_service, wait_until_healthy
 
 DRAIN_S = 3.0
 QUESTIONS = ["Why is my bill higher than last month?", "Did my payment arrive?", "What is the gym charge?"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_service(port: int, **env: str) -> subprocess.Popen[bytes]:
-    """The real entry point, as a deployment runs it."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
-        cwd=PROJECT_ROOT,
-        env={**os.environ, **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-
-
-async def wait_until_healthy(proc: subprocess.Popen[bytes], url: str, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    async with httpx.AsyncClient(base_url=url, timeout=1) as http:
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, "the service exited before it was healthy"
-            try:
-                if (await http.get("/health")).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.1)
-    raise AssertionError("the service did not become healthy")
 
 
 async def test_sigterm_with_a_hung_engine_answers_in_flight_requests_and_exits_in_time(

@@ -1,0 +1,102 @@
+"""The admission state every replica shares: tenant rate limits, tenant concurrency caps and the
+engine's capacity, counted in Postgres (migration 0009), so N replicas admit what one would.
+
+Each process's scheduler (app/inference/scheduler.py) still orders its own queue — priority
+levels, fair shares, deadlines — but asks this ledger before a request takes a slot, in one round
+trip (`admission_enter`): a rate token from the tenant's bucket, then a lease if the tenant is
+under its cap and the engine under its capacity. A lease is a row held until the request ends;
+the replica renews its leases while it lives, so those of a replica that died expire within
+LEASE_TTL_S instead of holding the engine's capacity.
+
+It talks to Postgres through a small asyncpg pool of its own: an admission is one prepared
+statement, without the ORM pool's per-checkout ping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from typing import Any, cast
+
+import asyncpg
+import structlog
+from sqlalchemy.engine import make_url
+
+from app.domain.priority import TenantLimits, Verdict
+from app.errors import DatabaseUnavailable
+
+# A lease outlives its replica by at most this long; the replica renews its own every third of it.
+LEASE_TTL_S = 15.0
+
+_ENTER = "SELECT verdict, retry_after_s FROM admission_enter($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+_LEAVE = "DELETE FROM admission_lease WHERE id = $1"
+_RENEW = "UPDATE admission_lease SET expires_at = clock_timestamp() + make_interval(secs => $2) WHERE replica = $1"
+_EXPIRE = "DELETE FROM admission_lease WHERE expires_at < clock_timestamp()"
+_UNAVAILABLE = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, TimeoutError)
+
+
+def asyncpg_dsn(sqlalchemy_url: str) -> str:
+    """The same database, spelled for asyncpg itself (no `+asyncpg` driver suffix)."""
+    return make_url(sqlalchemy_url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+class PostgresLedger:
+    """The shared ledger; `open` it in the app's lifespan and `close` it on the way out."""
+
+    def __init__(self, sqlalchemy_url: str, *, pool_size: int = 4, lease_ttl_s: float = LEASE_TTL_S) -> None:
+        self.replica = uuid.uuid4().hex  # this process's name on its leases
+        self.lease_ttl_s = lease_ttl_s
+        self._dsn = asyncpg_dsn(sqlalchemy_url)
+        self._pool_size = pool_size
+        self._pool: asyncpg.Pool[Any] | None = None
+        self._renewer: asyncio.Task[None] | None = None
+
+    async def open(self) -> None:
+        self._pool = await asyncpg.create_pool(
+            self._dsn, min_size=1, max_size=self._pool_size, server_settings={"application_name": "admission"}
+        )
+        self._renewer = asyncio.create_task(self._renew_forever())
+
+    async def close(self) -> None:
+        if self._renewer is not None:
+            self._renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewer
+        if self._pool is not None:
+            # A clean exit gives back what it still holds (normally nothing: requests have drained).
+            with contextlib.suppress(*_UNAVAILABLE):
+                await self._pool.execute("DELETE FROM admission_lease WHERE replica = $1", self.replica)
+            await self._pool.close()
+
+    async def enter(
+        self, tenant: str, limits: TenantLimits, *, take_token: bool, want_slot: bool, slots: int, lease: str
+    ) -> tuple[Verdict, float]:
+        """Take a rate token (when asked) and a slot (when asked and free) for `tenant`."""
+        row = await self._fetchrow(
+            _ENTER, tenant, limits.rate_per_s, take_token, want_slot, limits.max_concurrency, slots, lease,
+            self.replica, self.lease_ttl_s,
+        )  # fmt: skip
+        return cast(Verdict, row["verdict"]), float(row["retry_after_s"])
+
+    async def leave(self, lease: str) -> None:
+        await self._fetchrow(_LEAVE, lease)
+
+    async def _fetchrow(self, query: str, *args: object) -> Any:
+        assert self._pool is not None, "the ledger is not open"
+        try:
+            return await self._pool.fetchrow(query, *args)
+        except _UNAVAILABLE as exc:
+            raise DatabaseUnavailable("the admission ledger is unavailable; try again shortly") from exc
+
+    async def _renew_forever(self) -> None:
+        assert self._pool is not None
+        while True:
+            await asyncio.sleep(self.lease_ttl_s / 3)
+            try:
+                await self._pool.execute(_RENEW, self.replica, self.lease_ttl_s)
+                await self._pool.execute(_EXPIRE)
+            except _UNAVAILABLE:
+                # If this goes on, this replica's leases lapse and its running requests stop
+                # counting: the fleet may briefly admit more than its caps, never strand capacity.
+                structlog.get_logger("bill_assistant").warning("admission: could not renew leases")
