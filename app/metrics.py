@@ -13,7 +13,10 @@ FALLBACKS = Counter(
 )
 ANSWERS = Counter("bill_assistant_answers_total", "Answers served, by source.", ["source"])
 
-QUEUE_DEPTH = Gauge("bill_assistant_queue_depth", "Requests waiting for the engine.", ["tenant", "level"])
+# Gauges say how `serve --workers N` adds them up across worker processes (ignored in one process).
+QUEUE_DEPTH = Gauge(
+    "bill_assistant_queue_depth", "Requests waiting for the engine.", ["tenant", "level"], multiprocess_mode="livesum"
+)
 ADMISSION_WAIT = Histogram(
     "bill_assistant_admission_wait_seconds",
     "Time from arrival to admission to the engine.",
@@ -67,5 +70,11 @@ HTTP_SHED = Counter(
     "Requests refused with 503 before any work by the per-process overload guard (app/api/overload.py), by reason.",
     ["reason"],
 )
-HTTP_IN_FLIGHT = Gauge("bill_assistant_http_in_flight", "HTTP requests being handled by this process.")
-LOOP_LAG = Gauge("bill_assistant_event_loop_lag_seconds", "How late the event loop last woke a 50 ms sleep.")
+HTTP_IN_FLIGHT = Gauge(
+    "bill_assistant_http_in_flight", "HTTP requests being handled (all workers).", multiprocess_mode="livesum"
+)
+LOOP_LAG = Gauge(
+    "bill_assistant_event_loop_lag_seconds",
+    "How late the event loop last woke a 50 ms sleep (the slowest worker).",
+    multiprocess_mode="livemax",
+)

@@ -44,10 +44,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_service(port: int, **env: str) -> subprocess.Popen[bytes]:
-    """The real entry point, as a deployment runs it."""
+def start_service(port: int, *args: str, **env: str) -> subprocess.Popen[bytes]:
+    """The real entry point, as a deployment runs it (`args`: more `serve` options)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+        [sys.executable, "-m", "app.cli", "serve", "--port", str(port), *args],
         cwd=PROJECT_ROOT,
         env={**os.environ, **env},
         stdout=subprocess.PIPE,

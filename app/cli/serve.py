@@ -1,73 +1,133 @@
-"""`serve`: the HTTP service under uvicorn."""
+"""`serve`: the HTTP service under uvicorn, in one process or several sharing the port.
+
+With `--workers N` > 1 every worker is a process of its own (uvicorn's supervisor starts, watches
+and replaces them); they share what must be shared the way separate replicas do: admission in
+Postgres (ADMISSION=shared, app/data/admission.py), and Prometheus samples through a directory of
+per-process files (PROMETHEUS_MULTIPROC_DIR), so one scrape sees every worker.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import math
+import os
+import shutil
 import signal
-import socket
 import sys
-from collections.abc import Callable
+import tempfile
+from types import FrameType
+from typing import Any
 
 import click
+from litestar import Litestar
 
 from app.cli.common import database_url, load_settings
 from app.settings import Settings
+
+WORKER_APP = "app.cli.serve:worker_app"
+
+
+def default_workers() -> int:
+    """Every core, unless the model runs in this process: one copy of it already uses every core."""
+    settings = load_settings()
+    return 1 if settings.engine == "embedded" else os.cpu_count() or 1
 
 
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True)
-def serve_cmd(host: str, port: int) -> None:
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes [default: the number of cores; 1 with the embedded engine].",
+)
+def serve_cmd(host: str, port: int, workers: int | None) -> None:
     """Run the HTTP service."""
-    serve(database_url(), host, port)
+    serve(database_url(), host, port, workers=workers or default_workers())
 
 
-def serve(database_url: str, host: str, port: int, settings: Settings | None = None) -> None:
+def serve(database_url: str, host: str, port: int, settings: Settings | None = None, *, workers: int = 1) -> None:
     import uvicorn
 
-    from app.answers.service import AnswerService
     from app.api.app import create_app
     from app.inference.scheduler import CUT_OFF_GRACE_S
 
     settings = settings or load_settings()
-    app = create_app(settings, database_url)
-
-    def begin_drain() -> None:
-        answers: AnswerService | None = app.state.get("answers")
-        if answers is not None:
-            answers.scheduler.close(settings.drain_timeout_s)
-
-    class DrainingServer(uvicorn.Server):
-        """uvicorn's graceful shutdown waits for every open request before the app's lifespan ends:
-        start the drain (new work refused, queued work shed, engine requests cut short at the
-        deadline) as soon as the signal comes, not after that wait."""
-
-        def __init__(self, config: uvicorn.Config, on_exit: Callable[[], None]) -> None:
-            super().__init__(config)
-            self._on_exit = on_exit
-
-        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-            self._on_exit()
-            await super().shutdown(sockets)
-
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        loop="uvloop",
-        http="httptools",
-        access_log=False,
-        log_level="warning",
+    options: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "loop": "uvloop",
+        "http": "httptools",
+        "access_log": False,
+        "log_level": "warning",
         # Engine requests are cut short at the drain deadline and answered with the deterministic
         # text; after the grace they get to answer and be audited, whatever still runs is cancelled.
-        timeout_graceful_shutdown=math.ceil(settings.drain_timeout_s + CUT_OFF_GRACE_S),
-    )
-    server = DrainingServer(config, begin_drain)
-    # uvicorn drains in-flight requests on SIGTERM/SIGINT, then re-raises the signal to the handler
-    # found at start: make that a normal exit, so exit hooks (the embedded Postgres) run.
+        "timeout_graceful_shutdown": math.ceil(settings.drain_timeout_s + CUT_OFF_GRACE_S),
+    }
+    # uvicorn re-raises SIGTERM/SIGINT after its graceful shutdown, to the handler found at start:
+    # make that a normal exit, so exit hooks (the embedded Postgres, the metrics directory) run.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    with contextlib.suppress(KeyboardInterrupt):
-        server.run()
-    if not server.started:
-        sys.exit(3)  # as uvicorn.run: the app did not start (its lifespan failed)
+    if workers == 1:
+        app = create_app(settings, database_url)
+        app.on_startup.append(drain_on_signal)
+        server = uvicorn.Server(uvicorn.Config(app, **options))
+        with contextlib.suppress(KeyboardInterrupt):
+            server.run()
+        if not server.started:
+            sys.exit(3)  # as uvicorn.run: the app did not start (its lifespan failed)
+        return
+
+    if settings.admission != "shared":
+        if "ADMISSION" in os.environ:
+            raise click.UsageError("--workers above 1 needs ADMISSION=shared: each worker is a replica")
+        os.environ["ADMISSION"] = "shared"
+    # The workers are fresh interpreters: they read their settings from the environment, and the
+    # database URL resolved here (the embedded Postgres runs in this process).
+    os.environ["DATABASE_URL"] = database_url
+    metrics_dir = None
+    if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+        metrics_dir = os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="bill-assistant-metrics-")
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            uvicorn.run(WORKER_APP, factory=True, workers=workers, **options)
+    finally:
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def worker_app() -> Litestar:
+    """One worker's app (`--workers` > 1), built in the worker from the environment."""
+    from prometheus_client import multiprocess
+
+    from app.api.app import create_app
+
+    app = create_app(load_settings(), os.environ["DATABASE_URL"])
+    app.on_startup.append(drain_on_signal)
+    # This worker's live gauges (queue depth, requests in flight) leave the scrape with it.
+    app.on_shutdown.append(lambda: multiprocess.mark_process_dead(os.getpid()))  # type: ignore[no-untyped-call]
+    return app
+
+
+def drain_on_signal(app: Litestar) -> None:
+    """On start-up: SIGTERM/SIGINT starts the drain at once (new work refused, queued work shed,
+    engine requests cut short at the deadline), then reaches uvicorn's own handler — whose graceful
+    shutdown would otherwise wait for every open request before the app's lifespan could drain."""
+    loop = asyncio.get_running_loop()
+    drain_s = app.state.settings.drain_timeout_s
+
+    def begin_drain() -> None:
+        answers = app.state.get("answers")
+        if answers is not None:
+            answers.scheduler.close(drain_s)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        uvicorns = signal.getsignal(sig)
+
+        def handler(signum: int, frame: FrameType | None, uvicorns: Any = uvicorns) -> None:
+            loop.call_soon_threadsafe(begin_drain)
+            if callable(uvicorns):
+                uvicorns(signum, frame)
+
+        signal.signal(sig, handler)

@@ -1,0 +1,79 @@
+"""`bill-assistant serve --workers N`: N processes on one port, sharing admission (each opens the
+Postgres ledger) and one Prometheus view (a scrape counts every worker's answers)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from tests.factories import document
+from tests.fakes.sglang_server import RunningFake
+from tests.servers import free_port, start_service, wait_until_healthy
+
+QUESTION = {"account_ref": "A-1", "question": "Why is my bill higher than last month?", "as_of": "2026-11-10"}
+
+
+def answers_served(scrape: str) -> float:
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(scrape)
+        if family.name == "bill_assistant_answers"
+        for sample in family.samples
+        if sample.name == "bill_assistant_answers_total"
+    )
+
+
+async def test_workers_share_admission_and_one_metrics_view(
+    database_url: str, make_tenant: Any, load: Any, engine: AsyncEngine, fake_sglang: RunningFake
+) -> None:
+    bank = await make_tenant(priority_class="interactive")
+    await load(document(bank.slug))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {"DATABASE_URL": database_url, "ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "BATCH_WORKER": "0"}
+    # ADMISSION unset (as in the test run's environment): more than one worker makes it shared.
+    proc = start_service(port, "--workers", "2", **env, ANSWER_CACHE_FILL="0", METRICS_TOKEN="")
+    headers = {"Authorization": f"Bearer {bank.key}"}
+
+    async def fresh(method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """On a new connection: the kernel spreads new connections over both workers."""
+        async with httpx.AsyncClient(base_url=url, timeout=30, headers=headers) as http:
+            return await http.request(method, path, **kwargs)
+
+    try:
+        await wait_until_healthy(proc, url)
+        ledgers = text(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE application_name = 'admission' AND datname = current_database()"
+        )
+        async with engine.connect() as conn:
+            for _ in range(100):  # both workers up, each with its ledger open
+                if (await conn.execute(ledgers)).scalar_one() >= 2:
+                    break
+                await asyncio.sleep(0.1)
+            assert (await conn.execute(ledgers)).scalar_one() >= 2
+        before = answers_served((await fresh("GET", "/metrics")).text)
+        responses = await asyncio.gather(*(fresh("POST", "/v1/explanations", json=QUESTION) for _ in range(20)))
+        assert [r.status_code for r in responses] == [200] * 20
+        scrapes = [answers_served((await fresh("GET", "/metrics")).text) for _ in range(6)]
+        assert scrapes == [before + 20] * 6  # whichever worker answers the scrape sees all 20
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.to_thread(proc.wait, 30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0
+
+
+def test_workers_need_shared_admission() -> None:
+    proc = start_service(free_port(), "--workers", "2", ADMISSION="local", ENGINE="off")
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert "--workers above 1 needs ADMISSION=shared" in output.decode()
