@@ -1,10 +1,20 @@
-"""./scripts/dev bench [explain|prefix|priorities|ladder|cache|chat|overload|overhead] [options].
+"""./scripts/dev bench [explain|prefix|priorities|ladder|cache|chat|overload|overhead|workers] [options].
 
 See each module's docstring."""
 
 import sys
 
-from bench import answer_cache, chat_stream, explain_load, ladder, overhead, overload, prefix_cache, priorities
+from bench import (
+    answer_cache,
+    chat_stream,
+    explain_load,
+    ladder,
+    overhead,
+    overload,
+    prefix_cache,
+    priorities,
+    workers,
+)
 
 BENCHES = {
     "explain": explain_load.main,
@@ -15,6 +25,7 @@ BENCHES = {
     "chat": chat_stream.main,
     "overload": overload.main,
     "overhead": overhead.main,
+    "workers": workers.main,
 }
 
 if len(sys.argv) > 1 and sys.argv[1] in BENCHES:

@@ -75,11 +75,11 @@ def service(database_url: str, env: dict[str, str]) -> Iterator[int]:
 
 
 @contextmanager
-def service_process(database_url: str, env: dict[str, str]) -> Iterator[tuple[int, int]]:
+def service_process(database_url: str, env: dict[str, str], workers: int = 1) -> Iterator[tuple[int, int]]:
     """As `service`, yielding its port and process id (to read its CPU time from /proc)."""
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--port", str(port)],
+        [sys.executable, "-m", "app", "serve", "--port", str(port), "--workers", str(workers)],
         env={**os.environ, "DATABASE_URL": database_url, **env},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
