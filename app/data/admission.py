@@ -31,7 +31,7 @@ LEASE_TTL_S = 15.0
 
 _ENTER = "SELECT verdict, retry_after_s FROM admission_enter($1, $2, $3, $4, $5, $6, $7, $8, $9)"
 _LEAVE = "DELETE FROM admission_lease WHERE id = $1"
-_RENEW = "UPDATE admission_lease SET expires_at = clock_timestamp() + make_interval(secs => $2) WHERE replica = $1"
+_RENEW = "UPDATE admission_lease SET expires_at = clock_timestamp() + make_interval(secs => $2) WHERE id = ANY($1)"
 _EXPIRE = "DELETE FROM admission_lease WHERE expires_at < clock_timestamp()"
 _UNAVAILABLE = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, TimeoutError)
 
@@ -51,6 +51,7 @@ class PostgresLedger:
         self._pool_size = pool_size
         self._pool: asyncpg.Pool[Any] | None = None
         self._renewer: asyncio.Task[None] | None = None
+        self._held: set[str] = set()  # the leases of requests still running here: only these are renewed
 
     async def open(self) -> None:
         self._pool = await asyncpg.create_pool(
@@ -77,9 +78,13 @@ class PostgresLedger:
             _ENTER, tenant, limits.rate_per_s, take_token, want_slot, limits.max_concurrency, slots, lease,
             self.replica, self.lease_ttl_s,
         )  # fmt: skip
+        if row["verdict"] == "granted":
+            self._held.add(lease)
         return cast(Verdict, row["verdict"]), float(row["retry_after_s"])
 
     async def leave(self, lease: str) -> None:
+        # Forgotten first: if the delete fails, the lease is no longer renewed and expires.
+        self._held.discard(lease)
         await self._fetchrow(_LEAVE, lease)
 
     async def _fetchrow(self, query: str, *args: object) -> Any:
@@ -94,7 +99,7 @@ class PostgresLedger:
         while True:
             await asyncio.sleep(self.lease_ttl_s / 3)
             try:
-                await self._pool.execute(_RENEW, self.replica, self.lease_ttl_s)
+                await self._pool.execute(_RENEW, list(self._held), self.lease_ttl_s)
                 await self._pool.execute(_EXPIRE)
             except _UNAVAILABLE:
                 # If this goes on, this replica's leases lapse and its running requests stop

@@ -36,9 +36,12 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import NoReturn, Protocol
 
+import structlog
+
 from app.domain.priority import LEVELS, TenantLimits, Verdict
 from app.errors import DatabaseUnavailable, Shed
 
+log = structlog.get_logger("bill_assistant.admission")
 # How often a queue that waits on the shared ledger looks for slots freed by other replicas.
 LEDGER_POLL_S = 0.02
 
@@ -254,9 +257,14 @@ class Scheduler:
             self._shed(tenant, level, 503, "shutting_down", 5, "the service is shutting down; retry shortly")
 
     async def _leave(self, lease: str) -> None:
-        if self.ledger is not None and lease:
+        if self.ledger is None or not lease:
+            return
+        try:
             # Shielded: a request cancelled again while it gives its slot back must still give it.
             await asyncio.shield(self.ledger.leave(lease))
+        except DatabaseUnavailable:
+            # The answer stands; the lease, no longer renewed, expires on its own.
+            log.warning("admission: could not give a slot back", lease=lease)
 
     async def _release(self, tenant: str, lease: str, held_s: float | None) -> None:
         try:

@@ -31,16 +31,17 @@ CREATE FUNCTION admission_enter(
 ) RETURNS TABLE (verdict text, retry_after_s float8)
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-    t timestamptz := clock_timestamp();
+    t timestamptz;
     burst float8 := greatest(p_rate, 1);
     have float8;
     last timestamptz;
     running integer;
 BEGIN
     -- The tenant's row, created full on first use, locked until the end of the call.
-    INSERT INTO admission_bucket AS b (tenant, tokens, updated) VALUES (p_tenant, burst, t)
+    INSERT INTO admission_bucket AS b (tenant, tokens, updated) VALUES (p_tenant, burst, clock_timestamp())
     ON CONFLICT (tenant) DO UPDATE SET tenant = b.tenant
     RETURNING b.tokens, b.updated INTO have, last;
+    t := clock_timestamp();  -- read under the lock: the calls see time in the order they hold it
     IF p_take_token THEN
         have := least(burst, have + extract(epoch FROM t - last) * p_rate);
         IF have < 1 THEN
