@@ -203,8 +203,7 @@ class Scheduler:
                     self.hooks.shed(tenant, level, "shutting_down")
                     ticket.granted.set_exception(Shed(503, "shutting_down", 5, "the service is shutting down"))
             self._queues[level].clear()
-        if self._dispatcher is not None:
-            self._dispatcher.cancel()
+        self._wake.set()  # the ledger's dispatcher (if any) sees the queue empty and ends
         self.drain.start(timeout_s)
 
     async def shutdown(self, timeout_s: float = 30.0) -> None:
@@ -352,7 +351,7 @@ class Scheduler:
         """With a shared ledger, slots are granted here, one ledger call per queued request in turn,
         whenever a slot may have freed: here (woken) or on another replica (polled)."""
         assert self.ledger is not None
-        while True:
+        while not self._closing:
             if self.queued():
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), LEDGER_POLL_S)
@@ -365,8 +364,10 @@ class Scheduler:
                 try:
                     verdict, _ = await self.ledger.enter(ticket.tenant, ticket.limits, take_token=False, want_slot=True,
                                                          slots=self._slots(ticket.level), lease=lease)  # fmt: skip
-                except DatabaseUnavailable:
-                    break  # queued requests wait (until their deadline) for the ledger to answer again
+                except Exception:
+                    # Queued requests wait (until their deadline) for the ledger to answer again.
+                    log.warning("admission: the ledger did not answer", exc_info=True)
+                    break
                 if verdict == "tenant_busy":
                     at_cap.add(ticket.tenant)
                 elif verdict != "granted":
