@@ -129,7 +129,7 @@ async def home_workers(service: Any, first: Any, second: Any, workers: list[Runn
     request, a cache miss, arrives while the first's is still being written, and smg sends a cache
     miss to the least loaded worker (the first healthy one when loads are equal)."""
     for worker in workers:
-        worker.fake.default = Script(text=ANSWER.text, hang_s=0.5)
+        worker.fake.default = Script(text=ANSWER.text, hang_s=1.0)
     writing = asyncio.create_task(explain(service, first))
     await until(lambda: sum(len(w.fake.requests) for w in workers) == 1)
     other = served_by(workers, rid(await explain(service, second)))
