@@ -37,6 +37,11 @@ class ThreadedServer:
         self._server.should_exit = True
         self._thread.join(10)
 
+    def kill(self) -> None:
+        """Stop like a killed process: the port closes and responses still being sent are cut off."""
+        self._server.force_exit = True  # no waiting for open responses: their tasks are cancelled
+        self.stop()
+
 
 def free_port() -> int:
     with socket.socket() as s:

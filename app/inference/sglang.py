@@ -3,6 +3,10 @@
 Streaming text is cumulative unless the server runs with --incremental-streaming-output; errors can
 arrive mid-stream as `data: {"error": ...}`; the stream ends with `data: [DONE]`. A request whose
 consumer goes away is aborted with `POST /abort_request`, so the GPU stops working for nobody.
+
+Behind SGLang's model gateway (smg), which has no `/abort_request` (it answers 404), `abort` closes
+the request's stream instead: smg passes the disconnect on to the worker, and SGLang aborts a request
+whose client went away. The stream then ends as aborted, with the usage of its last event.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ class SGLangEngine:
             transport=transport,
         )
         self._pending_aborts: set[asyncio.Task[None]] = set()
+        self._open: dict[str, httpx.Response] = {}  # the streams being read, by request id
+        self._hung_up: set[str] = set()  # streams that abort() closed (a gateway in front)
 
     def _body(self, request: GenerationRequest) -> dict[str, Any]:
         sampling: dict[str, Any] = {"max_new_tokens": request.max_tokens, "temperature": request.temperature}
@@ -71,8 +77,10 @@ class SGLangEngine:
         text = ""
         meta: dict[str, Any] = {}
         done = False
+        rid = request.request_id
         try:
             async with self._client.stream("POST", "/generate", json=self._body(request)) as response:
+                self._open[rid] = response
                 if response.status_code != 200:
                     detail = (await response.aread())[:300].decode(errors="replace")
                     raise EngineError(f"sglang answered {response.status_code}: {detail}")
@@ -98,11 +106,17 @@ class SGLangEngine:
                         yield TextDelta(delta)
             if not done:
                 raise EngineError("sglang: the stream ended without [DONE]")
-        except httpx.HTTPError as exc:
-            raise EngineError(f"sglang unreachable: {type(exc).__name__}: {exc}") from exc
+        except (httpx.HTTPError, httpx.StreamError) as exc:
+            if rid not in self._hung_up:
+                raise EngineError(f"sglang unreachable: {type(exc).__name__}: {exc}") from exc
+            if not done:  # abort() closed it mid-answer: the worker saw the disconnect
+                done = True
+                meta = {**meta, "finish_reason": {"type": "abort"}}
         except msgspec.DecodeError as exc:
             raise EngineError(f"sglang sent an unreadable event: {exc}") from exc
         finally:
+            self._open.pop(rid, None)
+            self._hung_up.discard(rid)
             if not done:
                 # Cancelled, timed out or failed: make sure the server stops generating. In the
                 # background, so a cancelled caller is not held up by it.
@@ -126,7 +140,11 @@ class SGLangEngine:
     async def abort(self, request_id: str) -> None:
         # Best effort: SGLang also drops a request whose client disconnected.
         with contextlib.suppress(httpx.HTTPError):
-            await self._client.post("/abort_request", json={"rid": request_id}, timeout=3.0)
+            answer = await self._client.post("/abort_request", json={"rid": request_id}, timeout=3.0)
+            if answer.status_code == 404 and (stream := self._open.get(request_id)) is not None:
+                # No such route: a gateway (smg) is in front. Hang up; it passes the disconnect on.
+                self._hung_up.add(request_id)
+                await stream.aclose()
 
     async def health(self) -> bool:
         try:

@@ -10,8 +10,9 @@
 - Prefix cache: cached_tokens is the longest token prefix shared with an earlier prompt (a radix cache).
 - Scripts: queued ones (`scripts`) answer the next requests in turn; `answer_for` picks one by the
   prompt (the key-field gate's tests script a profile per golden case); otherwise `default`.
-- POST /abort_request {rid}: the stream ends with finish_reason abort. /health, /health_generate,
-  /model_info, /server_info.
+- POST /abort_request {rid}: the stream ends with finish_reason abort. A client that disconnects
+  mid-stream is an abort too (SGLang aborts a request whose client went away): generation stops and
+  the rid is in `disconnected`. /health, /health_generate, /model_info, /server_info.
 
 It runs as a real HTTP server (uvicorn on a free loopback port) so the client is tested over the wire.
 """
@@ -220,3 +221,7 @@ class RunningFake:
 
     def stop(self) -> None:
         self._server.stop()
+
+    def kill(self) -> None:
+        """The worker dies: new connections are refused, and open streams end mid-body."""
+        self._server.kill()
