@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -100,7 +100,7 @@ class AnswerService:
                     ANSWER_SECONDS.labels(tenant, channel, event.answer.source).observe(watch.elapsed_ms() / 1000)
                 yield event
 
-    async def _converse(self, ask: Ask) -> AsyncIterator[ChatEvent]:
+    async def _converse(self, ask: Ask) -> AsyncGenerator[ChatEvent, None]:
         async with self._admitted(ask) as level:
             turn = await self._turn(ask, level)
             yield Facts(self._response(turn, explanation="", source="fallback", model=None, usage=None))

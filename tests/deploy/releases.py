@@ -6,12 +6,14 @@ installed `smg` binary. The wheel is fetched once with `pip download` into the u
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import re
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 import zipfile
 from dataclasses import dataclass, field
@@ -91,15 +93,19 @@ def parse_server_args(source: str) -> tuple[dict[str, Flag], tuple[str, ...]]:
     tree = ast.parse(source)
     names: dict[str, tuple[str, ...]] = {}
     for node in tree.body:  # module-level choice lists, in order (a later one may star an earlier one)
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            if (value := _literal_strings(node.value, names)) is not None:
-                names[node.targets[0].id] = value
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and (value := _literal_strings(node.value, names)) is not None
+        ):
+            names[node.targets[0].id] = value
     flags: dict[str, Flag] = {}
     policies: tuple[str, ...] = ()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
-            options = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-            keywords = {k.arg: k.value for k in node.keywords if k.arg}
+    for found in ast.walk(tree):
+        if isinstance(found, ast.Call) and isinstance(found.func, ast.Attribute) and found.func.attr == "add_argument":
+            options = [a.value for a in found.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            keywords = {k.arg: k.value for k in found.keywords if k.arg}
             action = _action_name(keywords.get("action"))
             nargs = keywords.get("nargs")
             takes_value = not (
@@ -116,13 +122,16 @@ def parse_server_args(source: str) -> tuple[dict[str, Flag], tuple[str, ...]]:
                     if action == "BooleanOptionalAction":
                         flags["--no-" + option[2:]] = flag
         # `if self.enable_priority_scheduling: assert self.schedule_policy in [...]`
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Attribute):
-            if node.test.attr == "enable_priority_scheduling":
-                for check in node.body:
-                    if isinstance(check, ast.Assert) and isinstance(check.test, ast.Compare):
-                        left = check.test.left
-                        if isinstance(left, ast.Attribute) and left.attr == "schedule_policy":
-                            policies = _literal_strings(check.test.comparators[0], names) or ()
+        if (
+            isinstance(found, ast.If)
+            and isinstance(found.test, ast.Attribute)
+            and found.test.attr == "enable_priority_scheduling"
+        ):
+            for check in found.body:
+                if isinstance(check, ast.Assert) and isinstance(check.test, ast.Compare):
+                    left = check.test.left
+                    if isinstance(left, ast.Attribute) and left.attr == "schedule_policy":
+                        policies = _literal_strings(check.test.comparators[0], names) or ()
     return flags, policies
 
 
@@ -214,10 +223,8 @@ def smg_metric_names(binary: Path) -> set[str]:
                     f"http://127.0.0.1:{port}/generate", data=b'{"text": "hi"}', method="POST"
                 )
                 request.add_header("Content-Type", "application/json")
-                try:
+                with contextlib.suppress(urllib.error.HTTPError):  # no worker: an error answer, counted all the same
                     urllib.request.urlopen(request, timeout=5).close()
-                except urllib.error.HTTPError:
-                    pass  # no worker: an error answer, counted all the same
                 text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).read().decode()
                 break
             except OSError:

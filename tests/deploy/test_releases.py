@@ -21,7 +21,7 @@ from tests.deploy.deployment import (
     sglang_workers,
     worker_command,
 )
-from tests.deploy.releases import Flag, Release, smg_binary, smg_flags, smg_metric_names, sglang_release
+from tests.deploy.releases import Flag, Release, sglang_release, smg_binary, smg_flags, smg_metric_names
 
 
 def pinned_version() -> str:
