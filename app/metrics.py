@@ -38,6 +38,22 @@ STAGE_SECONDS = Histogram(
     ["tenant", "channel", "stage"],
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
+# What a customer waits for, from the request's arrival (admission, records, prompt and engine
+# included), per answer: the first answer text released (a model sentence past the truth contract,
+# a cached answer or the deterministic text) and the whole answer. The SLO panels and alerts read these.
+_ANSWER_BUCKETS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 20, 60)
+ANSWER_FIRST_TEXT = Histogram(
+    "bill_assistant_answer_first_text_seconds",
+    "Time from a request's arrival to the first answer text it releases (time to first token as the customer sees it).",
+    ["tenant", "channel"],
+    buckets=_ANSWER_BUCKETS,
+)
+ANSWER_SECONDS = Histogram(
+    "bill_assistant_answer_seconds",
+    "Time from a request's arrival to its whole, audited answer, by where the answer came from.",
+    ["tenant", "channel", "source"],
+    buckets=_ANSWER_BUCKETS,
+)
 PROMPT_TOKENS = Counter("bill_assistant_prompt_tokens_total", "Prompt tokens sent to the engine.", ["tenant"])
 CACHED_TOKENS = Counter(
     "bill_assistant_cached_prompt_tokens_total",

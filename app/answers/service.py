@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -42,7 +42,16 @@ from app.errors import NotFound, Shed
 from app.inference.engine import Engine, GenerationRequest
 from app.inference.factory import build_engine
 from app.inference.scheduler import Hooks, Ledger, Scheduler
-from app.metrics import ANSWERS, CACHED_TOKENS, COMPLETION_TOKENS, FALLBACKS, PROMPT_TOKENS, SPEC_ACCEPT_RATE
+from app.metrics import (
+    ANSWER_FIRST_TEXT,
+    ANSWER_SECONDS,
+    ANSWERS,
+    CACHED_TOKENS,
+    COMPLETION_TOKENS,
+    FALLBACKS,
+    PROMPT_TOKENS,
+    SPEC_ACCEPT_RATE,
+)
 from app.prompts import PROMPT_VERSION, render_fallback, render_prompt, slot_values
 from app.settings import Settings
 
@@ -81,7 +90,20 @@ class AnswerService:
         """The answer as events: the facts, the text as it is written, the audited answer.
 
         Admission is held until the generator ends: run it to its first event before answering,
-        so that shedding and NotFound still become HTTP statuses."""
+        so that shedding and NotFound still become HTTP statuses. Times the first text released
+        and the whole answer from the request's arrival (`bill_assistant_answer_*_seconds`)."""
+        tenant, channel, watch = ask.principal.tenant_slug, ask.channel, ask.stopwatch
+        first_text = True
+        async with aclosing(self._converse(ask)) as events:  # closing this closes the answer
+            async for event in events:
+                if first_text and (isinstance(event, Replace) or (isinstance(event, Delta) and event.text)):
+                    first_text = False
+                    ANSWER_FIRST_TEXT.labels(tenant, channel).observe(watch.elapsed_ms() / 1000)
+                elif isinstance(event, Final):
+                    ANSWER_SECONDS.labels(tenant, channel, event.answer.source).observe(watch.elapsed_ms() / 1000)
+                yield event
+
+    async def _converse(self, ask: Ask) -> AsyncGenerator[ChatEvent, None]:
         async with self._admitted(ask) as level:
             turn = await self._turn(ask, level)
             yield Facts(self._response(turn, explanation="", source="fallback", model=None, usage=None))

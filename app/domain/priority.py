@@ -16,7 +16,17 @@ A request's level comes from its channel — who is waiting for it — capped by
 | batch        | 1 (and its batch channel stays 0) |
 
 So a batch-class tenant never outranks a widget request of an interactive one, and batch work is
-always last. The level is also sent to SGLang as the request's `priority` (higher = more important).
+always last.
+
+Inside SGLang (docs/deploy.md, "Priority inside SGLang"): the level is sent as the request's
+`priority`, spread to `level * SGLANG_PRIORITY_STEP` (0, 10, 20, 30). The workers run with
+`--enable-priority-scheduling --schedule-policy fcfs` (the waiting queue sorted by priority, then
+arrival: `_sort_by_priority_and_fcfs` in sglang/srt/managers/schedule_policy.py) and
+`--priority-scheduling-preemption-threshold SGLANG_PREEMPTION_THRESHOLD` (15). SGLang preempts a
+running request for a waiting one only when the batch is full and `waiting - running > threshold`
+(`PrefillAdder.preempt_to_schedule`), so a request preempts work two or more levels below it and
+never the level just below: a widget answer preempts api and batch work, a console answer preempts
+batch work, and a widget answer never throws away a console answer halfway through.
 """
 
 from __future__ import annotations
@@ -32,9 +42,27 @@ CLASS_CAP: dict[PriorityClass, int] = {"interactive": 3, "standard": 2, "batch":
 QUEUE_DEADLINE_S: dict[Channel, float] = {"widget": 2.0, "console": 5.0, "api": 15.0, "batch": 120.0}
 LEVELS = (3, 2, 1, 0)
 
+# The spread of the level sent to SGLang, and the preemption threshold its workers run with
+# (deploy/sglang/common.args; tests/unit/test_deploy_files.py keeps the two in step).
+SGLANG_PRIORITY_STEP = 10
+SGLANG_PREEMPTION_THRESHOLD = 15
+
 
 def effective_level(priority_class: PriorityClass, channel: Channel) -> int:
     return min(CHANNEL_LEVEL[channel], CLASS_CAP[priority_class])
+
+
+def sglang_priority(level: int) -> int:
+    """The `priority` SGLang gets for a request of this level (higher = more important)."""
+    if level not in LEVELS:
+        raise ValueError(f"unknown priority level {level}")
+    return level * SGLANG_PRIORITY_STEP
+
+
+def sglang_preempts(waiting_level: int, running_level: int) -> bool:
+    """Whether SGLang, full, throws out a running request of one level for a waiting one of
+    another: its own rule (`priority_diff > priority_scheduling_preemption_threshold`)."""
+    return sglang_priority(waiting_level) - sglang_priority(running_level) > SGLANG_PREEMPTION_THRESHOLD
 
 
 @dataclass(frozen=True, kw_only=True)

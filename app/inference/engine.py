@@ -17,7 +17,7 @@ class GenerationRequest(msgspec.Struct, frozen=True, kw_only=True):
     temperature: float = 0.0
     stop: list[str] = []
     json_schema: dict[str, Any] | None = None  # constrain the output to this JSON schema
-    priority: int = 0  # higher is more important (SGLang's convention)
+    priority: int = 0  # the admission level, 0..3 (app/domain/priority.py); higher is more important
 
 
 class TextDelta(msgspec.Struct, frozen=True):

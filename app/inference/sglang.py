@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import msgspec
 
+from app.domain.priority import sglang_priority
 from app.errors import EngineError
 from app.inference.engine import Event, Finished, GenerationRequest, TextDelta, engine_error
 
@@ -68,7 +69,7 @@ class SGLangEngine:
             "sampling_params": sampling,
             "stream": True,
             "rid": request.request_id,
-            "priority": request.priority,
+            "priority": sglang_priority(request.priority),  # the level, spread for SGLang's preemption rule
         }
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:

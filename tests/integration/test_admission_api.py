@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
 from app.data.tenants import set_limits
+from app.domain.priority import sglang_priority
 from app.settings import Settings
 from tests.factories import document
 from tests.fakes.sglang_server import RunningFake, Script
@@ -73,7 +74,10 @@ async def test_overload_is_503_with_retry_after_and_batch_goes_last(
             metrics = (await http.get("/metrics")).text
     finally:
         server.stop()
-    assert [r["priority"] for r in fake_sglang.fake.requests] == [1, 0]  # api, then batch
+    assert [r["priority"] for r in fake_sglang.fake.requests] == [
+        sglang_priority(1),
+        sglang_priority(0),
+    ]  # api, then batch
     assert f'bill_assistant_shed_total{{level="1",reason="overloaded",tenant="{bank.slug}"}} 1.0' in metrics
 
 

@@ -18,6 +18,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
+from app.domain.priority import sglang_priority
 from app.settings import Settings
 from tests.factories import OCT, SEPT, account, customer, document, import_document, statement
 from tests.fakes.sglang_server import RunningFake, Script
@@ -108,7 +109,10 @@ async def test_a_miss_caches_the_canonical_answer_which_the_next_question_gets(
     assert [(r.channel, r.source) for r in rows] == [("api", "model"), ("batch", "model"), ("api", "cache")]
     assert rows[1].question == "Why is my bill different from last month?"
     assert again["answer_id"] == str(rows[1].id)
-    assert [r["priority"] for r in fake_sglang.fake.requests] == [1, 0]  # the canonical one, behind people
+    assert [r["priority"] for r in fake_sglang.fake.requests] == [
+        sglang_priority(1),
+        sglang_priority(0),
+    ]  # the canonical one, behind people
 
 
 async def test_an_instruction_in_a_question_never_becomes_the_cached_answer(

@@ -22,6 +22,7 @@ from app.answers.schemas import ExplanationRequest
 from app.answers.service import AnswerService
 from app.api.app import create_app
 from app.data.tenants import issue_api_key, principal_for, revoke_key, set_limits
+from app.domain.priority import sglang_priority
 from app.inference.scheduler import Scheduler
 from app.security import CustomerClaims, issue_token, read_token
 from app.settings import Settings
@@ -225,7 +226,9 @@ async def test_a_validated_model_answer_streams_in_pieces(
     assert deltas[:4] == GOOD_SHOWN  # sentence by sentence, each filled once it passed
     assert "".join(deltas) == "".join(GOOD_SHOWN) == stream[-1][1]["explanation"]
     assert stream[-1][1]["source"] == "model"
-    assert fake_sglang.fake.requests[-1]["priority"] == 3  # the widget channel of an interactive tenant
+    assert fake_sglang.fake.requests[-1]["priority"] == sglang_priority(
+        3
+    )  # the widget channel of an interactive tenant
 
 
 async def test_an_answer_that_fails_validation_is_replaced(

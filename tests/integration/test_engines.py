@@ -125,12 +125,12 @@ async def test_health(engine: Engine) -> None:
 
 async def test_sglang_request_body_follows_the_native_api(fake_sglang: RunningFake) -> None:
     client = SGLangEngine(fake_sglang.url)
-    await run(client, request("hi", max_tokens=8, json_schema=SCHEMA, priority=7, stop=["<|im_end|>"]))
+    await run(client, request("hi", max_tokens=8, json_schema=SCHEMA, priority=3, stop=["<|im_end|>"]))
     await client.close()
     body = fake_sglang.fake.requests[-1]
     assert set(body) == {"text", "sampling_params", "stream", "rid", "priority"}
     assert body["stream"] is True
-    assert body["priority"] == 7
+    assert body["priority"] == 30  # the widget level, spread for SGLang (app/domain/priority.py)
     assert isinstance(body["sampling_params"]["json_schema"], str)
     assert json.loads(body["sampling_params"]["json_schema"]) == SCHEMA
     assert body["sampling_params"]["max_new_tokens"] == 8

@@ -15,6 +15,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
+from app.domain.priority import sglang_priority
 from app.prompts import PROMPT_VERSION
 from app.settings import Settings
 from tests.factories import document
@@ -78,7 +79,7 @@ async def test_a_valid_model_answer_is_served(
     assert {"prompt", "engine", "ttft", "decode", "validate"} <= body["timings_ms"].keys()
     assert "explain" not in body["timings_ms"]  # the deterministic answer is not rendered when not served
     sent = fake_sglang.fake.requests[-1]
-    assert sent["priority"] == 1  # the api channel (level 1), allowed by an interactive tenant
+    assert sent["priority"] == sglang_priority(1)  # the api channel (level 1), allowed by an interactive tenant
     assert json.loads(sent["sampling_params"]["json_schema"])["additionalProperties"] is False
     assert sent["sampling_params"]["stop"] == ["<|im_end|>"]
     source, intent, version, model, usage, reason = await audit(engine, body["answer_id"])

@@ -18,6 +18,7 @@ from tests.metrics import sample
 
 SEQUENTIAL = ("auth", "admission", "db", "facts", "explain", "prompt", "engine", "validate", "audit")
 GOOD = "Your new balance is 124.99 EUR, 12.00 EUR more than last month, because of City Gym."
+VALID = "Your new balance is {new_balance}, {difference} more than last month, because of {driver_1}."
 
 
 @pytest.fixture
@@ -70,3 +71,32 @@ async def test_a_refused_request_still_has_server_timing(client: Any) -> None:
     r = await client.post("/v1/explanations", json={"account_ref": "A-1", "question": "?"})
     assert r.status_code == 401
     assert "total;dur=" in r.headers["server-timing"]
+
+
+async def test_answer_latency_by_tenant_and_channel_reaches_the_histograms(
+    llm_client: Any, make_tenant: Any, load: Any, fake_sglang: RunningFake
+) -> None:
+    fake_sglang.fake.default = Script(text=json.dumps({"answer": VALID}))
+    tenant = await make_tenant()
+    await load(document(tenant.slug))
+    first = {"tenant": tenant.slug, "channel": "api"}
+    whole = {**first, "source": "model"}
+    before = (
+        sample("bill_assistant_answer_first_text_seconds_count", first),
+        sample("bill_assistant_answer_seconds_count", whole),
+        sample("bill_assistant_answer_seconds_sum", whole),
+    )
+    r = await llm_client.post(
+        "/v1/explanations",
+        json={"account_ref": "A-1", "question": "Why is my bill higher?", "as_of": "2026-11-10"},
+        headers={"Authorization": f"Bearer {tenant.key}"},
+    )
+    assert r.status_code == 200
+    assert r.json()["source"] == "model"
+    assert sample("bill_assistant_answer_first_text_seconds_count", first) == before[0] + 1
+    assert sample("bill_assistant_answer_seconds_count", whole) == before[1] + 1
+    # The whole answer is timed from the request's arrival, once audited: at least the answer's total.
+    took = sample("bill_assistant_answer_seconds_sum", whole) - before[2]
+    assert took >= r.json()["timings_ms"]["total"] / 1000 > r.json()["timings_ms"]["engine"] / 1000
+    # Another source is another series: a fallback is not counted as a model answer.
+    assert sample("bill_assistant_answer_seconds_count", {**first, "source": "fallback"}) == 0

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 from app.api.app import create_app
+from app.domain.priority import sglang_priority
 from app.domain.vocabulary import Channel
 from app.replay.run import replay
 from app.replay.traffic import Arrival
@@ -87,4 +88,4 @@ async def test_widget_arrivals_stream_through_a_session_token(
     widget = by_channel["widget"]
     assert widget.ttft_ms is not None
     assert 0 < widget.ttft_ms < widget.e2e_ms  # the first words came before the end of the stream
-    assert fake_sglang.fake.requests[0]["priority"] == 3  # the first arrival: the widget, at its level
+    assert fake_sglang.fake.requests[0]["priority"] == sglang_priority(3)  # the first arrival: the widget, at its level
