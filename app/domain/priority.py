@@ -43,7 +43,7 @@ QUEUE_DEADLINE_S: dict[Channel, float] = {"widget": 2.0, "console": 5.0, "api": 
 LEVELS = (3, 2, 1, 0)
 
 # The spread of the level sent to SGLang, and the preemption threshold its workers run with
-# (deploy/sglang/common.args; tests/unit/test_deploy_files.py keeps the two in step).
+# (deploy/sglang/common.args; tests/deploy/test_deploy_files.py keeps the two in step).
 SGLANG_PRIORITY_STEP = 10
 SGLANG_PREEMPTION_THRESHOLD = 15
 
@@ -57,12 +57,6 @@ def sglang_priority(level: int) -> int:
     if level not in LEVELS:
         raise ValueError(f"unknown priority level {level}")
     return level * SGLANG_PRIORITY_STEP
-
-
-def sglang_preempts(waiting_level: int, running_level: int) -> bool:
-    """Whether SGLang, full, throws out a running request of one level for a waiting one of
-    another: its own rule (`priority_diff > priority_scheduling_preemption_threshold`)."""
-    return sglang_priority(waiting_level) - sglang_priority(running_level) > SGLANG_PREEMPTION_THRESHOLD
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,10 +11,15 @@ from app.domain.priority import (
     LEVELS,
     SGLANG_PREEMPTION_THRESHOLD,
     effective_level,
-    sglang_preempts,
     sglang_priority,
 )
 from app.domain.vocabulary import Channel
+
+
+def sglang_preempts(waiting_level: int, running_level: int) -> bool:
+    """SGLang's own rule, full: a running request is thrown out for a waiting one only when
+    `priority_diff > priority_scheduling_preemption_threshold` (PrefillAdder.preempt_to_schedule)."""
+    return sglang_priority(waiting_level) - sglang_priority(running_level) > SGLANG_PREEMPTION_THRESHOLD
 
 
 def test_each_level_is_sent_spread_and_in_the_same_order() -> None:
