@@ -187,8 +187,9 @@ async def test_the_priority_reaches_the_worker(
         name: next(r["priority"] for w in workers for r in w.fake.requests if r["rid"] == rid(answer))
         for name, answer in [("widget", widget), ("api", api), ("batch", batch), ("capped", capped)]
     }
-    # widget 3, api 1, batch 0; a standard tenant's widget request is capped at its class's 2.
-    assert sent == {"widget": 3, "api": 1, "batch": 0, "capped": 2}
+    # Levels widget 3, api 1, batch 0, spread x10 for SGLang's preemption threshold (app/domain/priority.py);
+    # a standard tenant's widget request is capped at its class's level 2.
+    assert sent == {"widget": 30, "api": 10, "batch": 0, "capped": 20}
 
 
 async def test_a_tenants_requests_follow_its_prompt_prefix_to_one_worker(
