@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from datetime import date
 
+import asyncpg
 import msgspec
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -37,13 +38,11 @@ class CacheKey(msgspec.Struct, frozen=True, kw_only=True):
     as_of: date
 
 
-_LOOKUP = text("""
+_LOOKUP = """
 SELECT answer::text FROM answer_cache
-WHERE tenant_id = :tenant_id AND statement_id = :statement_id AND data_version = :data_version
-  AND intent = :intent AND locale = :locale AND prompt_version = :prompt_version
-  AND engine_profile = :engine_profile
-  AND as_of = :as_of
-""")
+WHERE tenant_id = $1 AND statement_id = $2 AND data_version = $3 AND intent = $4 AND locale = $5
+  AND prompt_version = $6 AND engine_profile = $7 AND as_of = $8
+"""
 _STORE = text("""
 INSERT INTO answer_cache (tenant_id, statement_id, data_version, intent, locale, prompt_version, engine_profile,
                           as_of, answer)
@@ -53,10 +52,10 @@ ON CONFLICT ON CONSTRAINT uq_answer_cache_key DO NOTHING
 """)
 
 
-async def lookup(conn: AsyncConnection, key: CacheKey) -> str | None:
-    """The cached answer as JSON text, or None."""
-    row = (await conn.execute(_LOOKUP, msgspec.structs.asdict(key))).first()
-    return str(row[0]) if row else None
+async def lookup(conn: asyncpg.Connection, key: CacheKey) -> str | None:
+    """The cached answer as JSON text, or None (on a `driver` connection: every answer asks)."""
+    found: str | None = await conn.fetchval(_LOOKUP, *msgspec.structs.astuple(key))
+    return found
 
 
 async def store(conn: AsyncConnection, key: CacheKey, answer_json: str) -> None:

@@ -28,7 +28,7 @@ from app.answers.generation import Outcome, answer_request, stream_model
 from app.answers.messages import Ask, ChatEvent, Delta, Facts, Final, Replace, Turn, final_answer
 from app.answers.schemas import ExplanationRequest, ExplanationResponse, PaymentOut, StatementOut, TotalsOut, Usage
 from app.data.audit import AuditRow, record_answer
-from app.data.database import autocommit
+from app.data.database import autocommit, driver
 from app.data.history import load_history
 from app.data.tenants import Principal, principal_for
 from app.domain.facts import compute_facts
@@ -145,7 +145,7 @@ class AnswerService:
         request, stopwatch = ask.request, ask.stopwatch
         as_of = request.as_of or ask.today
         with stopwatch.stage("db"):
-            async with autocommit(self.db) as conn:
+            async with driver(self.db) as conn:
                 history = await load_history(
                     conn, ask.principal.tenant_id, request.account_ref, request.statement_period_end, as_of
                 )
@@ -182,7 +182,7 @@ class AnswerService:
         if key is None:
             return None
         with turn.ask.stopwatch.stage("cache"):
-            async with autocommit(self.db) as conn:
+            async with driver(self.db) as conn:
                 cached = await cache.lookup(conn, key)
         if cached is None:
             return None
@@ -329,7 +329,7 @@ class AnswerService:
             stage_starts=msgspec.json.encode(stopwatch.starts).decode(),
         )
         with stopwatch.stage("audit"):
-            async with autocommit(self.db) as conn:
+            async with driver(self.db) as conn:
                 await record_answer(conn, row)
         return msgspec.structs.replace(answer, timings_ms=stopwatch.snapshot())
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import date
 
+import asyncpg
 import msgspec
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.data.database import driver_of
 from app.domain.records import AccountHistory
 from app.errors import UnreadableData
 
@@ -15,12 +16,13 @@ from app.errors import UnreadableData
 # signed sum of its period (openings chain through them), and the lines from the previous
 # statement's start to the later of the statement's end and as_of (payments after the close).
 # Cast to text: the driver would decode JSON numbers to floats; msgspec decodes them to Decimal.
-_HISTORY_SQL = text("""
+# $1 tenant, $2 account ref, $3 the statement's period end (NULL: the latest), $4 as of.
+_HISTORY_SQL = """
 WITH acct AS (
     SELECT a.id, a.ref, a.currency, a.opening_balance, c.ref AS customer_ref, c.locale
     FROM accounts a
     JOIN customers c ON c.tenant_id = a.tenant_id AND c.id = a.customer_id
-    WHERE a.tenant_id = :tenant_id AND a.ref = :account_ref
+    WHERE a.tenant_id = $1 AND a.ref = $2
 ),
 stmts AS (
     SELECT s.id, s.period_start, s.period_end, s.due_date, s.minimum_due, s.data_version,
@@ -31,13 +33,13 @@ stmts AS (
     LEFT JOIN transactions t
         ON t.tenant_id = s.tenant_id AND t.account_id = s.account_id
        AND t.posted_on BETWEEN s.period_start AND s.period_end
-    WHERE s.tenant_id = :tenant_id AND s.period_end <= COALESCE(CAST(:period_end AS date), 'infinity')
+    WHERE s.tenant_id = $1 AND s.period_end <= COALESCE(CAST($3 AS date), 'infinity')
     GROUP BY s.id
 ),
 bounds AS (
     SELECT (SELECT period_start FROM stmts ORDER BY period_end DESC OFFSET 1 LIMIT 1) AS prev_start,
            (SELECT period_start FROM stmts ORDER BY period_end DESC LIMIT 1) AS cur_start,
-           GREATEST((SELECT MAX(period_end) FROM stmts), CAST(:as_of AS date)) AS upto
+           GREATEST((SELECT MAX(period_end) FROM stmts), CAST($4 AS date)) AS upto
 )
 SELECT json_build_object(
     'account_id', acct.id,
@@ -53,29 +55,26 @@ SELECT json_build_object(
                    'merchant', t.merchant, 'description', t.description)
                ORDER BY t.posted_on, t.id)
         FROM transactions t, bounds
-        WHERE t.tenant_id = :tenant_id AND t.account_id = acct.id
+        WHERE t.tenant_id = $1 AND t.account_id = acct.id
           AND t.posted_on BETWEEN COALESCE(bounds.prev_start, bounds.cur_start) AND bounds.upto
     ), '[]')
 )::text
 FROM acct
-""")
+"""
 
 _decoder = msgspec.json.Decoder(AccountHistory)
 
 
 async def load_history(
-    conn: AsyncConnection, tenant_id: int, account_ref: str, period_end: date | None, as_of: date
+    conn: AsyncConnection | asyncpg.Connection, tenant_id: int, account_ref: str, period_end: date | None, as_of: date
 ) -> AccountHistory | None:
-    """None when the tenant has no such account. An account without statements has an empty list."""
-    row = (
-        await conn.execute(
-            _HISTORY_SQL,
-            {"tenant_id": tenant_id, "account_ref": account_ref, "period_end": period_end, "as_of": as_of},
-        )
-    ).first()
-    if row is None:
+    """None when the tenant has no such account. An account without statements has an empty list.
+    On a `driver` connection (every answer), or on a SQLAlchemy one the caller holds."""
+    raw = await driver_of(conn) if isinstance(conn, AsyncConnection) else conn
+    found: str | None = await raw.fetchval(_HISTORY_SQL, tenant_id, account_ref, period_end, as_of)
+    if found is None:
         return None
     try:
-        return _decoder.decode(row[0])
+        return _decoder.decode(found)
     except msgspec.ValidationError as exc:  # e.g. a date stored as 'infinity', from before the importer refused it
         raise UnreadableData(f"account {account_ref!r} has stored data that cannot be read: {exc}") from exc

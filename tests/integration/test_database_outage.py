@@ -11,6 +11,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 from litestar.testing import AsyncTestClient
@@ -22,8 +23,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from app.api.app import create_app
 from app.data import database
 from app.data.agents import create_agent
-from app.data.database import autocommit, create_engine, migrate
+from app.data.database import autocommit, create_engine, driver, migrate
 from app.data.tenants import create_tenant, issue_api_key
+from app.errors import DatabaseUnavailable
 from app.settings import Settings
 from tests.conftest import _admin_url
 from tests.factories import account, customer, document, import_document
@@ -295,5 +297,41 @@ async def test_a_connection_idle_in_the_pool_is_pinged_first(
         await asyncio.sleep(0.01)
         replaced = await _backend_pid(engine)
         assert (pinged, replaced != first) == ([first], True)
+    finally:
+        await engine.dispose()
+
+
+async def test_a_driver_statement_whose_connection_dies_is_503_and_the_connection_replaced(database_url: str) -> None:
+    """The answer path's own statements (`driver`): a connection killed under a running statement
+    is DatabaseUnavailable, not a 500, and is not handed out again."""
+    engine = create_engine(database_url)
+    killed: list[int] = []
+
+    async def killed_midway() -> None:
+        async with driver(engine) as conn:
+            killed.append(conn.get_server_pid())
+            running = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(5)"))
+            await asyncio.sleep(0.1)
+            await _admin(f"SELECT pg_terminate_backend({killed[0]})")
+            await running
+
+    try:
+        with pytest.raises(DatabaseUnavailable):
+            await killed_midway()
+        async with driver(engine) as conn:
+            assert conn.get_server_pid() != killed[0]
+            assert await conn.fetchval("SELECT 1") == 1
+    finally:
+        await engine.dispose()
+
+
+async def test_a_bad_driver_statement_is_still_an_error_of_its_own(database_url: str) -> None:
+    engine = create_engine(database_url)
+    try:
+        with pytest.raises(asyncpg.exceptions.UndefinedTableError):
+            async with driver(engine) as conn:
+                await conn.fetchval("SELECT * FROM no_such_table")
+        async with driver(engine) as conn:
+            assert await conn.fetchval("SELECT 1") == 1
     finally:
         await engine.dispose()
