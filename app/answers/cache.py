@@ -14,9 +14,9 @@ which charge the question names.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import date
 
-import asyncpg
 import msgspec
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -38,11 +38,6 @@ class CacheKey(msgspec.Struct, frozen=True, kw_only=True):
     as_of: date
 
 
-_LOOKUP = """
-SELECT answer::text FROM answer_cache
-WHERE tenant_id = $1 AND statement_id = $2 AND data_version = $3 AND intent = $4 AND locale = $5
-  AND prompt_version = $6 AND engine_profile = $7 AND as_of = $8
-"""
 _STORE = text("""
 INSERT INTO answer_cache (tenant_id, statement_id, data_version, intent, locale, prompt_version, engine_profile,
                           as_of, answer)
@@ -52,10 +47,11 @@ ON CONFLICT ON CONSTRAINT uq_answer_cache_key DO NOTHING
 """)
 
 
-async def lookup(conn: asyncpg.Connection, key: CacheKey) -> str | None:
-    """The cached answer as JSON text, or None (on a `driver` connection: every answer asks)."""
-    found: str | None = await conn.fetchval(_LOOKUP, *msgspec.structs.astuple(key))
-    return found
+def pick(cached: Mapping[str, msgspec.Raw], key: CacheKey) -> msgspec.Raw | None:
+    """The cached answer for `key` among those read with the account's records (app/data/history.py:
+    the ones of the key's tenant, statement, data version, prompt version, engine profile and as-of
+    date, by intent and locale), or None."""
+    return cached.get(f"{key.intent}/{key.locale}")
 
 
 async def store(conn: AsyncConnection, key: CacheKey, answer_json: str) -> None:
