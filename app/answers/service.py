@@ -36,7 +36,7 @@ from app.domain.intents import CANONICAL_QUESTIONS, classify, mentioned
 from app.domain.priority import QUEUE_DEADLINE_S, effective_level
 from app.domain.reasons import Reason
 from app.domain.slots import fill
-from app.domain.validation import validate
+from app.domain.validation import Contract, validate
 from app.domain.vocabulary import Source
 from app.errors import NotFound, Shed
 from app.inference.engine import Engine, GenerationRequest
@@ -121,7 +121,7 @@ class AnswerService:
                                 spec_accept_rate=aborted.spec_accept_rate if aborted else None,
                             )
                             break
-                answer, reason = await self._conclude(turn, outcome, values)
+                answer, reason = await self._conclude(turn, outcome, values, gate.contract)
                 if reason is None:
                     yield Delta(gate.rest())
                 else:
@@ -262,7 +262,7 @@ class AnswerService:
         )
 
     async def _conclude(
-        self, turn: Turn, outcome: Outcome | None, values: dict[str, str]
+        self, turn: Turn, outcome: Outcome | None, values: dict[str, str], contract: Contract | None = None
     ) -> tuple[ExplanationResponse, Reason | None]:
         """Validate the model's whole answer against the facts and fill its slots; serve it, or the
         deterministic text (rendered only then); remember a validated canonical answer; audit.
@@ -277,7 +277,7 @@ class AnswerService:
             _count_tokens(turn.ask.principal.tenant_slug, outcome)
             if outcome.text is not None:
                 with turn.ask.stopwatch.stage("validate"):
-                    verdict = validate(outcome.text, turn.facts, turn.locale)
+                    verdict = validate(outcome.text, turn.facts, turn.locale, contract=contract)
                 if verdict.reason is None:
                     explanation, source = fill(outcome.text.strip(), values), "model"
                 else:
