@@ -8,6 +8,7 @@ template source: a changed template is a new version, in every response and audi
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -92,6 +93,13 @@ def _clean_driver(driver: Driver) -> Driver:
     return msgspec.structs.replace(driver, label=_label(driver.label)) if driver.label else driver
 
 
+@functools.lru_cache(maxsize=1024)
+def _system(policy: TenantPolicy, locale: str) -> str:
+    """The system message: instructions, the tenant's policy, the output format and an example. It
+    depends on nothing else, so each tenant and locale renders it once per process."""
+    return _env.get_template(f"answer/system.{locale}.j2").render(policy=policy).strip()
+
+
 def render_prompt(
     *,
     policy: TenantPolicy,
@@ -104,7 +112,7 @@ def render_prompt(
 ) -> RenderedPrompt:
     if locale not in LOCALES:
         raise ValueError(f"unsupported locale {locale!r}")
-    system = _env.get_template(f"answer/system.{locale}.j2").render(policy=policy).strip()
+    system = _system(policy, locale)
     user = (
         _env.get_template(f"answer/user.{locale}.j2")
         .render(

@@ -1,6 +1,6 @@
 """The service's own cost around the engine: the model's answer, the engine off, a cache hit, side by side.
 
-    ./scripts/dev bench overhead [--rates 10,50,100,200] [--duration 10]
+    ./scripts/dev bench overhead [--rates 10,50,100,200] [--duration 10] [--paths model,engine-off,cache-hit]
 
 One scratch copy of the demo bank; `bill-assistant serve` in its own process, once per path, each
 driven open loop (Poisson) on POST /v1/explanations with the same requests: a bill-change question
@@ -142,7 +142,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rates", default="10,50,100,200", help="offered requests/s, comma-separated")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per rate")
     parser.add_argument("--profile", type=Path, help="a folder: profile each path's first rate with py-spy into it")
+    parser.add_argument("--paths", default="model,engine-off,cache-hit", help="which paths, comma-separated")
     args = parser.parse_args(argv)
+    paths = set(args.paths.split(","))
+    if not paths <= {"model", "engine-off", "cache-hit"}:
+        parser.error(f"unknown path in --paths: {args.paths}")
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
     rates = [float(r) for r in args.rates.split(",")]
@@ -162,22 +166,29 @@ def main(argv: list[str] | None = None) -> None:
                 served = asyncio.run(_sources(port, key, refs))
                 refs = [ref for ref in refs if served[ref] == "model"]
                 print(f"{len(refs)} of {len(served)} accounts get the model's answer; the bench asks those")
-                rows += _drive("model", port, pid, key, refs, rates, args.duration, args.profile)
-            with service_process(url, {**QUIET, "ENGINE": "off"}) as (port, pid):
-                rows += _drive("engine off", port, pid, key, refs, rates, args.duration, args.profile)
-            subprocess.run(
-                [sys.executable, "-m", "app", "precompute", "--today", AS_OF, "--days", "60"],
-                env={**os.environ, **sglang, "DATABASE_URL": url},
-                check=True,
-                stdout=subprocess.PIPE,
-            )
-            with service_process(url, sglang) as (port, pid):
-                rows += _drive("cache hit", port, pid, key, refs, rates, args.duration, args.profile)
+                if "model" in paths:
+                    rows += _drive("model", port, pid, key, refs, rates, args.duration, args.profile)
+            if "engine-off" in paths:
+                with service_process(url, {**QUIET, "ENGINE": "off"}) as (port, pid):
+                    rows += _drive("engine off", port, pid, key, refs, rates, args.duration, args.profile)
+            if "cache-hit" in paths:
+                subprocess.run(
+                    [sys.executable, "-m", "app", "precompute", "--today", AS_OF, "--days", "60"],
+                    env={**os.environ, **sglang, "DATABASE_URL": url},
+                    check=True,
+                    stdout=subprocess.PIPE,
+                )
+                with service_process(url, sglang) as (port, pid):
+                    rows += _drive("cache hit", port, pid, key, refs, rates, args.duration, args.profile)
     finally:
         here.close()
         fake.join(10)
 
-    print(f"POST /v1/explanations, open loop (Poisson), {len(refs)} accounts, {args.duration:.0f} s per rate, "
+    _report(rows, rates, refs, args.duration)
+
+
+def _report(rows: list[Row], rates: list[float], refs: list[str], duration: float) -> None:
+    print(f"POST /v1/explanations, open loop (Poisson), {len(refs)} accounts, {duration:.0f} s per rate, "
           f"{os.cpu_count()} cores, server, load generator and fake engine on the same machine")  # fmt: skip
     columns = ("offered/s", "achieved/s", "P50 ms", "P90 ms", "P99 ms", "CPU ms/req", "errors")
     print(f"{'path':<11} " + " ".join(f"{c:>10}" for c in columns))
@@ -188,7 +199,7 @@ def main(argv: list[str] | None = None) -> None:
               f"{r.percentile(90):>10.2f} {r.percentile(99):>10.2f} {row.cpu_ms_per_request:>10.2f} "
               f"{errors:>10}" + (f"  {r.errors}" if errors else ""))  # fmt: skip
     by = {(row.path, row.rate): row for row in rows}
-    for rate in rates:
+    for rate in rates if {row.path for row in rows} == {"model", "engine off", "cache hit"} else []:
         model, off, hit = by["model", rate], by["engine off", rate], by["cache hit", rate]
         print(f"at {rate:.0f}/s: CPU/request model / engine off {_cpu(model) / _cpu(off):.2f}x, "
               f"cache hit / engine off {_cpu(hit) / _cpu(off):.2f}x; P50 cache hit / model "

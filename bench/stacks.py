@@ -1,6 +1,11 @@
 """Where a process's CPU goes, from a py-spy profile (`py-spy record --format raw`): each sample is
 attributed to the innermost frame that belongs to a known part of the service, and the parts are
-printed as shares of all samples, and as CPU milliseconds per request given the measured total."""
+printed as shares of all samples, and as CPU milliseconds per request given the measured total.
+
+py-spy samples a thread while it runs or waits for a core, not CPU time: where cores are fewer than
+busy processes, a thread that has just woken another over loopback (a query sent to Postgres, a
+request to the engine) is often preempted right there, and those samples inflate the part that
+sent it. The parts are a guide to where time goes, the total (from /proc) is the CPU."""
 
 from __future__ import annotations
 
@@ -10,7 +15,10 @@ from pathlib import Path
 # py-spy names each frame "function (package/module.py:line)"; the first part whose module prefix
 # matches, looking from the innermost frame outwards, takes the sample.
 PARTS: list[tuple[str, tuple[str, ...]]] = [
-    ("engine client (httpx, httpcore)", ("httpx/", "httpcore/", "app/inference/sglang.py")),
+    (
+        "engine client (SGLang client and its HTTP client)",
+        ("app/inference/sglang.py", "app/inference/http.py", "httpx/", "httpcore/"),
+    ),
     ("database (SQLAlchemy, asyncpg)", ("sqlalchemy/", "asyncpg/", "advanced_alchemy/", "app/data/")),
     ("validation and slots", ("app/domain/validation.py", "app/domain/slots.py", "app/answers/gate.py")),
     ("prompts and answers (Jinja)", ("jinja2/", "app/prompts.py", "<template>")),

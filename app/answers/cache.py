@@ -14,6 +14,7 @@ which charge the question names.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import date
 
 import msgspec
@@ -37,13 +38,6 @@ class CacheKey(msgspec.Struct, frozen=True, kw_only=True):
     as_of: date
 
 
-_LOOKUP = text("""
-SELECT answer::text FROM answer_cache
-WHERE tenant_id = :tenant_id AND statement_id = :statement_id AND data_version = :data_version
-  AND intent = :intent AND locale = :locale AND prompt_version = :prompt_version
-  AND engine_profile = :engine_profile
-  AND as_of = :as_of
-""")
 _STORE = text("""
 INSERT INTO answer_cache (tenant_id, statement_id, data_version, intent, locale, prompt_version, engine_profile,
                           as_of, answer)
@@ -53,10 +47,11 @@ ON CONFLICT ON CONSTRAINT uq_answer_cache_key DO NOTHING
 """)
 
 
-async def lookup(conn: AsyncConnection, key: CacheKey) -> str | None:
-    """The cached answer as JSON text, or None."""
-    row = (await conn.execute(_LOOKUP, msgspec.structs.asdict(key))).first()
-    return str(row[0]) if row else None
+def pick(cached: Mapping[str, msgspec.Raw], key: CacheKey) -> msgspec.Raw | None:
+    """The cached answer for `key` among those read with the account's records (app/data/history.py:
+    the ones of the key's tenant, statement, data version, prompt version, engine profile and as-of
+    date, by intent and locale), or None."""
+    return cached.get(f"{key.intent}/{key.locale}")
 
 
 async def store(conn: AsyncConnection, key: CacheKey, answer_json: str) -> None:

@@ -41,6 +41,10 @@ class _CutOff(Exception):
     """Put in a stream's queue at the drain deadline of a shutdown."""
 
 
+class _Expired(Exception):
+    """Put in a stream's queue when its time is up: one timer per answer, not one per event."""
+
+
 # Engine streams run in tasks of their own (below); kept here until they end so none is collected.
 _PRODUCERS: set[asyncio.Task[None]] = set()
 
@@ -80,7 +84,7 @@ async def stream_model(
     _PRODUCERS.add(producer)
     producer.add_done_callback(_PRODUCERS.discard)
     unsubscribe = drain.subscribe(lambda: events.put_nowait(_CutOff())) if drain is not None else None
-    deadline = asyncio.get_running_loop().time() + timeout_s
+    timer = asyncio.get_running_loop().call_later(timeout_s, lambda: events.put_nowait(_Expired()))
     began = stopwatch.elapsed_ms()
     chunks: list[str] = []
     decoder = AnswerTextDecoder()
@@ -88,10 +92,8 @@ async def stream_model(
     try:
         with stopwatch.stage("engine"):
             while final is None:
-                try:
-                    async with asyncio.timeout_at(deadline):
-                        event = await events.get()
-                except TimeoutError:
+                event = await events.get()
+                if isinstance(event, _Expired):
                     yield Outcome(text=None, reason=Reason(rule="engine_timeout"), usage=None)
                     return
                 if isinstance(event, _CutOff):
@@ -109,6 +111,7 @@ async def stream_model(
                 else:
                     final = event
     finally:
+        timer.cancel()
         producer.cancel()  # a no-op once the stream has ended
         if unsubscribe is not None:
             unsubscribe()

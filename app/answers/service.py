@@ -28,15 +28,15 @@ from app.answers.generation import Outcome, answer_request, stream_model
 from app.answers.messages import Ask, ChatEvent, Delta, Facts, Final, Replace, Turn, final_answer
 from app.answers.schemas import ExplanationRequest, ExplanationResponse, PaymentOut, StatementOut, TotalsOut, Usage
 from app.data.audit import AuditRow, record_answer
-from app.data.database import autocommit
-from app.data.history import load_history
+from app.data.database import autocommit, driver
+from app.data.history import load_records
 from app.data.tenants import Principal, principal_for
 from app.domain.facts import compute_facts
 from app.domain.intents import CANONICAL_QUESTIONS, classify, mentioned
 from app.domain.priority import QUEUE_DEADLINE_S, effective_level
 from app.domain.reasons import Reason
 from app.domain.slots import fill
-from app.domain.validation import validate
+from app.domain.validation import Contract, validate
 from app.domain.vocabulary import Source
 from app.errors import NotFound, Shed
 from app.inference.engine import Engine, GenerationRequest
@@ -56,6 +56,7 @@ from app.prompts import PROMPT_VERSION, render_fallback, render_prompt, slot_val
 from app.settings import Settings
 
 log = structlog.get_logger("bill_assistant.answers")
+_decode_answer = msgspec.json.Decoder(ExplanationResponse).decode
 ABORT_WAIT_S = 1.0  # how long an aborted engine request may take to report its tokens
 
 
@@ -107,7 +108,7 @@ class AnswerService:
         async with self._admitted(ask) as level:
             turn = await self._turn(ask, level)
             yield Facts(self._response(turn, explanation="", source="fallback", model=None, usage=None))
-            if ask.use_cache and (hit := await self._cached(turn)) is not None:
+            if ask.use_cache and (hit := self._cached(turn)) is not None:
                 yield Delta(hit.explanation)
                 yield Final(await self._audit(turn, hit, None))
                 return
@@ -145,7 +146,7 @@ class AnswerService:
                                 spec_accept_rate=aborted.spec_accept_rate if aborted else None,
                             )
                             break
-                answer, reason = await self._conclude(turn, outcome, values)
+                answer, reason = await self._conclude(turn, outcome, values, gate.contract)
                 if reason is None:
                     yield Delta(gate.rest())
                 else:
@@ -169,14 +170,22 @@ class AnswerService:
     async def _turn(self, ask: Ask, level: int) -> Turn:
         request, stopwatch = ask.request, ask.stopwatch
         as_of = request.as_of or ask.today
+        # The answers cached for the statement come with its records (one round trip), looked up below.
+        lookup = (PROMPT_VERSION, self.llm.profile) if self.llm is not None and ask.use_cache else None
         with stopwatch.stage("db"):
-            async with autocommit(self.db) as conn:
-                history = await load_history(
-                    conn, ask.principal.tenant_id, request.account_ref, request.statement_period_end, as_of
+            async with driver(self.db) as conn:
+                records = await load_records(
+                    conn,
+                    ask.principal.tenant_id,
+                    request.account_ref,
+                    request.statement_period_end,
+                    as_of,
+                    cache=lookup,
                 )
         # Another customer's account is exactly as unknown as a missing one.
-        if history is None or (ask.customer_ref is not None and history.customer_ref != ask.customer_ref):
+        if records is None or (ask.customer_ref is not None and records.history.customer_ref != ask.customer_ref):
             raise NotFound(f"account {request.account_ref!r} not found")
+        history = records.history
         wanted = request.statement_period_end
         if not history.statements or (wanted and history.statements[-1].period_end != wanted):
             which = f"ending on {wanted}" if wanted else "yet"
@@ -185,7 +194,16 @@ class AnswerService:
             facts = compute_facts(history, as_of)
             intent = classify(request.question, {e.label for e in facts.entries})
         locale = request.locale or history.customer_locale
-        return Turn(ask=ask, level=level, history=history, facts=facts, intent=intent, locale=locale, as_of=as_of)
+        return Turn(
+            ask=ask,
+            level=level,
+            history=history,
+            facts=facts,
+            intent=intent,
+            locale=locale,
+            as_of=as_of,
+            cached=records.cached,
+        )
 
     def _cache_key(self, turn: Turn) -> CacheKey | None:
         if self.llm is None or turn.intent not in CACHEABLE_INTENTS:
@@ -201,18 +219,17 @@ class AnswerService:
             as_of=turn.as_of,
         )
 
-    async def _cached(self, turn: Turn) -> ExplanationResponse | None:
+    def _cached(self, turn: Turn) -> ExplanationResponse | None:
         """A validated model answer to the same question about the same data, template and model."""
         key = self._cache_key(turn)
         if key is None:
             return None
         with turn.ask.stopwatch.stage("cache"):
-            async with autocommit(self.db) as conn:
-                cached = await cache.lookup(conn, key)
-        if cached is None:
-            return None
-        # The original answer, its id included; only the source and the timings are this request's.
-        return msgspec.structs.replace(msgspec.json.decode(cached, type=ExplanationResponse), source="cache")
+            cached = cache.pick(turn.cached, key)
+            if cached is None:
+                return None
+            # The original answer, its id included; only the source and the timings are this request's.
+            return msgspec.structs.replace(_decode_answer(cached), source="cache")
 
     def _fill_cache_later(self, turn: Turn) -> None:
         """After a miss, answer the intent's canonical question about this statement at batch
@@ -270,7 +287,7 @@ class AnswerService:
         )
 
     async def _conclude(
-        self, turn: Turn, outcome: Outcome | None, values: dict[str, str]
+        self, turn: Turn, outcome: Outcome | None, values: dict[str, str], contract: Contract | None = None
     ) -> tuple[ExplanationResponse, Reason | None]:
         """Validate the model's whole answer against the facts and fill its slots; serve it, or the
         deterministic text (rendered only then); remember a validated canonical answer; audit.
@@ -285,7 +302,7 @@ class AnswerService:
             _count_tokens(turn.ask.principal.tenant_slug, outcome)
             if outcome.text is not None:
                 with turn.ask.stopwatch.stage("validate"):
-                    verdict = validate(outcome.text, turn.facts, turn.locale)
+                    verdict = validate(outcome.text, turn.facts, turn.locale, contract=contract)
                 if verdict.reason is None:
                     explanation, source = fill(outcome.text.strip(), values), "model"
                 else:
@@ -354,7 +371,7 @@ class AnswerService:
             stage_starts=msgspec.json.encode(stopwatch.starts).decode(),
         )
         with stopwatch.stage("audit"):
-            async with autocommit(self.db) as conn:
+            async with driver(self.db) as conn:
                 await record_answer(conn, row)
         return msgspec.structs.replace(answer, timings_ms=stopwatch.snapshot())
 

@@ -40,7 +40,7 @@ from app.api.openapi import OPENAPI_PLUGINS, openapi_config
 from app.api.overload import LagMonitor, Limiter, OverloadMiddleware
 from app.api.request_log import RequestLogMiddleware
 from app.data.admission import PostgresLedger
-from app.data.database import asyncpg_url, engine_options
+from app.data.database import asyncpg_url, engine_options, watch_connections
 from app.inference.scheduler import CUT_OFF_GRACE_S
 from app.metrics import scheduler_hooks
 from app.prompts import load_templates
@@ -147,9 +147,10 @@ async def _shutdown(app: Litestar) -> None:
 def create_app(settings: Settings, database_url: str) -> Litestar:
     db = SQLAlchemyAsyncConfig(
         connection_string=asyncpg_url(database_url),
-        engine_config=EngineConfig(**engine_options(settings)),  # bounded connects, pre-ping
+        engine_config=EngineConfig(**engine_options(settings)),  # bounded connects
         create_all=False,  # the schema is Alembic's job
     )
+    watch_connections(db.get_engine())  # connections checked at checkout
     key_cache = KeyCache(settings.api_key_cache_ttl)
     limiter = Limiter(
         max_in_flight=settings.max_in_flight, max_lag_s=settings.max_loop_lag_ms / 1000, monitor=LagMonitor()

@@ -6,20 +6,21 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+import asyncpg
 import msgspec
-from sqlalchemy import select, text
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data.models import Account, Answer
 from app.domain.vocabulary import Channel, Intent, Locale, Source
 
-_INSERT = text("""
+# The parameters in AuditRow's field order; JSON arrives as text.
+_INSERT = """
 INSERT INTO answers (id, tenant_id, account_id, statement_id, channel, question, locale, answer, source,
                      intent, prompt_version, model, usage, fallback_reason, timings, stage_starts)
-VALUES (:id, :tenant_id, :account_id, :statement_id, :channel, :question, :locale, CAST(:answer AS jsonb),
-        :source, :intent, :prompt_version, :model, CAST(:usage AS jsonb), :fallback_reason, CAST(:timings AS jsonb),
-        CAST(:stage_starts AS jsonb))
-""")
+VALUES ($1, $2, $3, $4, $5, $6, $7, CAST(CAST($8 AS text) AS jsonb), $9, $10, $11, $12,
+        CAST(CAST($13 AS text) AS jsonb), $14, CAST(CAST($15 AS text) AS jsonb), CAST(CAST($16 AS text) AS jsonb))
+"""
 
 
 class AuditRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -44,8 +45,9 @@ class AuditRow(msgspec.Struct, frozen=True, kw_only=True):
     stage_starts: str
 
 
-async def record_answer(conn: AsyncConnection, row: AuditRow) -> None:
-    await conn.execute(_INSERT, msgspec.structs.asdict(row))
+async def record_answer(conn: asyncpg.Connection, row: AuditRow) -> None:
+    """On a `driver` connection: committed (synchronously, durable) when this returns."""
+    await conn.execute(_INSERT, *msgspec.structs.astuple(row))
 
 
 class AnswerBrief(msgspec.Struct, frozen=True, kw_only=True):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -11,17 +12,25 @@ import asyncpg
 import sqlalchemy.exc
 from alembic import command
 from alembic.config import Config
+from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
+from sqlalchemy.util import greenlet_spawn
 
 from app.errors import DatabaseUnavailable
 from app.settings import PROJECT_ROOT, Settings
 
 # Fail fast while the database is down, instead of holding the request: a connect attempt gets
-# CONNECT_TIMEOUT_S, waiting for a free pooled connection POOL_TIMEOUT_S. Every checkout pings its
-# connection first, so the connections a restart killed are replaced, not handed out.
+# CONNECT_TIMEOUT_S, waiting for a free pooled connection POOL_TIMEOUT_S. Every checkout checks its
+# connection first (watch_connections), so the connections a restart killed are replaced, not handed out.
 CONNECT_TIMEOUT_S = 5.0
 POOL_TIMEOUT_S = 10.0
+# A connection that sat in the pool longer than this is pinged (one round trip) before it is handed
+# out: a peer that vanished without closing the socket shows only then. Under load connections
+# come back within milliseconds and are never pinged.
+IDLE_PING_S = 5.0
+_CHECKED_IN = "checked_in"
 
 # Kept for the life of the process: pgserver stops the embedded cluster when its last user exits.
 _embedded_servers: dict[Path, Any] = {}
@@ -59,13 +68,43 @@ def engine_options(settings: Settings | None = None) -> dict[str, Any]:
         "pool_size": settings.db_pool_size if settings else 5,
         "max_overflow": settings.db_max_overflow if settings else 5,
         "pool_timeout": POOL_TIMEOUT_S,
-        "pool_pre_ping": True,  # one round trip per checkout; a connection killed by a restart is replaced
+        # Not SQLAlchemy's pre-ping: on asyncpg it is three round trips (BEGIN, ping, ROLLBACK) per
+        # checkout, the largest database cost of an answer. watch_connections checks instead.
+        "pool_pre_ping": False,
         "connect_args": {"timeout": CONNECT_TIMEOUT_S, "server_settings": {"application_name": "bill-assistant"}},
     }
 
 
+def _ping(dbapi_connection: Any) -> None:
+    dbapi_connection.ping()
+
+
+def _on_checkin(dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+    record.info[_CHECKED_IN] = time.monotonic()
+
+
+def _on_checkout(dbapi_connection: Any, record: ConnectionPoolEntry, proxy: PoolProxiedConnection) -> None:
+    """A connection the server closed (a restart, pg_terminate_backend: asyncpg has already seen the
+    socket close) is replaced without a round trip; one idle for IDLE_PING_S is pinged first."""
+    if dbapi_connection.driver_connection.is_closed():
+        raise sqlalchemy.exc.DisconnectionError("the server closed the connection")
+    idle_since = record.info.get(_CHECKED_IN)
+    if idle_since is not None and time.monotonic() - idle_since > IDLE_PING_S:
+        try:
+            _ping(dbapi_connection)
+        except Exception as exc:
+            raise sqlalchemy.exc.DisconnectionError(f"ping failed: {exc}") from exc
+
+
+def watch_connections(engine: AsyncEngine) -> AsyncEngine:
+    """Check each pooled connection as it is checked out (in place of pre-ping)."""
+    event.listen(engine.sync_engine, "checkin", _on_checkin)
+    event.listen(engine.sync_engine, "checkout", _on_checkout)
+    return engine
+
+
 def create_engine(url: str, settings: Settings | None = None) -> AsyncEngine:
-    return create_async_engine(asyncpg_url(url), **engine_options(settings))
+    return watch_connections(create_async_engine(asyncpg_url(url), **engine_options(settings)))
 
 
 def alembic_config(url: str) -> Config:
@@ -99,12 +138,13 @@ def _checkout_failed(exc: BaseException) -> bool:
 
 def connection_lost(exc: BaseException) -> bool:
     """A statement failed because its connection is gone, not because of the statement: a bad
-    query, a constraint or a bug stays what it is (a 500, a 409, ...)."""
-    if not isinstance(exc, sqlalchemy.exc.DBAPIError):
-        return False
-    if exc.connection_invalidated:
-        return True
-    cause: BaseException | None = exc.orig
+    query, a constraint or a bug stays what it is (a 500, a 409, ...). Through SQLAlchemy or
+    straight from asyncpg (a `driver` statement)."""
+    cause: BaseException | None = exc
+    if isinstance(exc, sqlalchemy.exc.DBAPIError):
+        if exc.connection_invalidated:
+            return True
+        cause = exc.orig
     while cause is not None:
         if isinstance(cause, _GONE):
             return True
@@ -136,3 +176,36 @@ async def autocommit(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
     """A pooled connection for single-statement work: no BEGIN/COMMIT round trips."""
     async with connection(engine) as conn:
         yield await conn.execution_options(isolation_level="AUTOCOMMIT")
+
+
+@asynccontextmanager
+async def driver(engine: AsyncEngine) -> AsyncIterator[asyncpg.Connection]:
+    """A pooled connection as asyncpg's own, for the statements every answer runs (its history,
+    the answer cache, its audit row). Through SQLAlchemy's Connection one such statement costs the
+    service about four times the CPU it costs here (checkout, execution context, result rows);
+    the pool, its checks and its limits are the same. Each statement commits on its own (no
+    transaction, like `autocommit`); the database out of reach raises DatabaseUnavailable."""
+    try:
+        pooled = await engine.raw_connection()
+    except Exception as exc:
+        # Unlike Connection's, the pool's own checkout raises the driver's errors unwrapped.
+        if _checkout_failed(exc) or isinstance(exc, engine.dialect.loaded_dbapi.Error):
+            raise DatabaseUnavailable(UNAVAILABLE_MESSAGE) from exc
+        raise
+    raw: asyncpg.Connection = pooled.driver_connection
+    try:
+        yield raw
+    except Exception as exc:
+        if connection_lost(exc) or raw.is_closed():
+            # Not handed out again; closing it is I/O, which SQLAlchemy's pool does in a greenlet.
+            await greenlet_spawn(pooled.invalidate, exc)
+            raise DatabaseUnavailable(UNAVAILABLE_MESSAGE) from exc
+        raise
+    finally:
+        await greenlet_spawn(pooled.close)
+
+
+async def driver_of(conn: AsyncConnection) -> asyncpg.Connection:
+    """The asyncpg connection under a SQLAlchemy one (for a `driver` statement on a connection
+    the caller already holds; outside any transaction SQLAlchemy has not begun on it yet)."""
+    return (await conn.get_raw_connection()).driver_connection

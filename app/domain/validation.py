@@ -230,8 +230,11 @@ def check_sentence(sentence: str, contract: Contract, locale: str) -> Verdict:
     return _direction(sentence, named, contract.difference_sign)
 
 
-def validate(text: str, facts: BillFacts, locale: str, *, max_chars: int = MAX_CHARS) -> Verdict:
-    """The model's whole answer, with its slots still unfilled: the whole (length, language), then each sentence."""
+def validate(
+    text: str, facts: BillFacts, locale: str, *, max_chars: int = MAX_CHARS, contract: Contract | None = None
+) -> Verdict:
+    """The model's whole answer, with its slots still unfilled: the whole (length, language), then each
+    sentence. `contract`: these facts' contract, when the caller has already worked it out."""
     stripped = text.strip()
     if not stripped:
         return _refuse("empty")
@@ -239,7 +242,7 @@ def validate(text: str, facts: BillFacts, locale: str, *, max_chars: int = MAX_C
         return _refuse("too_long", str(len(stripped)))
     if not (verdict := _language(stripped, locale)).ok:
         return verdict
-    contract = Contract.of(facts)
+    contract = contract or Contract.of(facts)
     for sentence in sentences(stripped):
         if not (verdict := check_sentence(sentence, contract, locale)).ok:
             return verdict

@@ -17,12 +17,35 @@ from collections.abc import AsyncIterator
 from time import perf_counter
 from typing import Any
 
-import httpx
 import msgspec
 
 from app.domain.priority import sglang_priority
 from app.errors import EngineError
 from app.inference.engine import Event, Finished, GenerationRequest, TextDelta, engine_error
+from app.inference.http import HTTPClient, HTTPError, Response
+
+CONTROL_TIMEOUT_S = 3.0  # /abort_request and /health
+
+
+class _Meta(msgspec.Struct):
+    """The parts of `meta_info` the client reads; the rest is skipped while decoding."""
+
+    finish_reason: Any = None
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    completion_tokens: int = 0
+    queue_time: Any = None
+    spec_accept_rate: float | None = None
+    spec_accept_length: float | None = None
+
+
+class _Event(msgspec.Struct):
+    text: str = ""
+    meta_info: _Meta | None = None
+    error: Any = None
+
+
+_decode_event = msgspec.json.Decoder(_Event).decode
 
 
 def _ms(seconds: Any) -> float | None:
@@ -40,22 +63,16 @@ class SGLangEngine:
         model: str = "sglang",
         profile: str = "",
         incremental: bool = False,
-        timeout_s: float = 60.0,
-        transport: httpx.AsyncBaseTransport | None = None,
+        timeout_s: float = 60.0,  # the longest one answer may take, connecting included
     ) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.model = model
         self.profile = f"sglang:{model}" + (f":{profile}" if profile else "")
         self._incremental = incremental
-        self._client = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"),
-            headers=headers,
-            timeout=httpx.Timeout(timeout_s, connect=3.0),
-            limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
-            transport=transport,
-        )
+        self._timeout_s = timeout_s
+        self._client = HTTPClient(base_url, headers=headers, connect_timeout_s=3.0)
         self._pending_aborts: set[asyncio.Task[None]] = set()
-        self._open: dict[str, httpx.Response] = {}  # the streams being read, by request id
+        self._open: dict[str, Response] = {}  # the streams being read, by request id
         self._hung_up: set[str] = set()  # streams that abort() closed (a gateway in front)
 
     def _body(self, request: GenerationRequest) -> dict[str, Any]:
@@ -76,44 +93,48 @@ class SGLangEngine:
         started = perf_counter()
         first: float | None = None
         text = ""
-        meta: dict[str, Any] = {}
+        meta: _Meta | None = None
         done = False
         rid = request.request_id
+        body = msgspec.json.encode(self._body(request))
         try:
-            async with self._client.stream("POST", "/generate", json=self._body(request)) as response:
+            async with self._client.stream("POST", "/generate", body, timeout_s=self._timeout_s) as response:
                 self._open[rid] = response
-                if response.status_code != 200:
-                    detail = (await response.aread())[:300].decode(errors="replace")
-                    raise EngineError(f"sglang answered {response.status_code}: {detail}")
-                async for line in response.aiter_lines():
-                    if done or not line.startswith("data:"):
+                if response.status != 200:
+                    detail = (await response.read())[:300].decode(errors="replace")
+                    raise EngineError(f"sglang answered {response.status}: {detail}")
+                pending = b""  # a line not yet ended
+                async for chunk in response.chunks():
+                    if done:  # read on to the end of the body, so the connection is kept for the next answer
                         continue
-                    data = line[5:].strip()
-                    if data == "[DONE]":
-                        # Read on to the end of the body: a response read whole lets httpx keep the
-                        # connection for the next request instead of opening a new one per answer.
-                        done = True
-                        continue
-                    event = msgspec.json.decode(data)
-                    if "error" in event:
-                        raise engine_error("sglang", event["error"])
-                    chunk = event.get("text", "")
-                    delta = chunk if self._incremental else chunk[len(text) :]
-                    text = text + delta if self._incremental else chunk
-                    meta = event.get("meta_info") or meta
-                    if delta:
-                        if first is None:
-                            first = perf_counter()
-                        yield TextDelta(delta)
+                    *lines, pending = (pending + chunk).split(b"\n")
+                    for line in lines:
+                        if not line.startswith(b"data:"):
+                            continue  # blank lines between events, comments, other fields
+                        data = line[5:].strip()
+                        if data == b"[DONE]":
+                            done = True
+                            break
+                        event = _decode_event(data)
+                        if event.error is not None:
+                            raise engine_error("sglang", event.error)
+                        chunk_text = event.text
+                        delta = chunk_text if self._incremental else chunk_text[len(text) :]
+                        text = text + delta if self._incremental else chunk_text
+                        meta = event.meta_info or meta
+                        if delta:
+                            if first is None:
+                                first = perf_counter()
+                            yield TextDelta(delta)
             if not done:
                 raise EngineError("sglang: the stream ended without [DONE]")
-        except (httpx.HTTPError, httpx.StreamError) as exc:
+        except HTTPError as exc:
             if rid not in self._hung_up:
-                raise EngineError(f"sglang unreachable: {type(exc).__name__}: {exc}") from exc
+                raise EngineError(f"sglang unreachable: {exc}") from exc
             if not done:  # abort() closed it mid-answer: the worker saw the disconnect
                 done = True
-                meta = {**meta, "finish_reason": {"type": "abort"}}
-        except msgspec.DecodeError as exc:
+                meta = msgspec.structs.replace(meta or _Meta(), finish_reason={"type": "abort"})
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise EngineError(f"sglang sent an unreadable event: {exc}") from exc
         finally:
             self._open.pop(rid, None)
@@ -125,35 +146,38 @@ class SGLangEngine:
                 self._pending_aborts.add(task)
                 task.add_done_callback(self._pending_aborts.discard)
         ended = perf_counter()
-        finish = meta.get("finish_reason") or {}
+        meta = meta or _Meta()
+        finish = meta.finish_reason or {}
         yield Finished(
             finish_reason=finish.get("type", "stop") if isinstance(finish, dict) else str(finish),
-            prompt_tokens=int(meta.get("prompt_tokens", 0)),
-            cached_tokens=int(meta.get("cached_tokens", 0)),
-            completion_tokens=int(meta.get("completion_tokens", 0)),
+            prompt_tokens=meta.prompt_tokens,
+            cached_tokens=meta.cached_tokens,
+            completion_tokens=meta.completion_tokens,
             ttft_ms=((first or ended) - started) * 1000,
             decode_ms=(ended - (first or ended)) * 1000,
-            queue_ms=_ms(meta.get("queue_time")),
-            spec_accept_rate=meta.get("spec_accept_rate"),
-            spec_accept_length=meta.get("spec_accept_length"),
+            queue_ms=_ms(meta.queue_time),
+            spec_accept_rate=meta.spec_accept_rate,
+            spec_accept_length=meta.spec_accept_length,
         )
 
     async def abort(self, request_id: str) -> None:
         # Best effort: SGLang also drops a request whose client disconnected.
-        with contextlib.suppress(httpx.HTTPError):
-            answer = await self._client.post("/abort_request", json={"rid": request_id}, timeout=3.0)
-            if answer.status_code == 404 and (stream := self._open.get(request_id)) is not None:
+        with contextlib.suppress(HTTPError):
+            body = msgspec.json.encode({"rid": request_id})
+            status, _ = await self._client.request("POST", "/abort_request", body, timeout_s=CONTROL_TIMEOUT_S)
+            if status == 404 and (stream := self._open.get(request_id)) is not None:
                 # No such route: a gateway (smg) is in front. Hang up; it passes the disconnect on.
                 self._hung_up.add(request_id)
-                await stream.aclose()
+                stream.close()
 
     async def health(self) -> bool:
         try:
-            return (await self._client.get("/health", timeout=3.0)).status_code == 200
-        except httpx.HTTPError:
+            status, _ = await self._client.request("GET", "/health", timeout_s=CONTROL_TIMEOUT_S)
+        except HTTPError:
             return False
+        return status == 200
 
     async def close(self) -> None:
         if self._pending_aborts:
             await asyncio.gather(*self._pending_aborts, return_exceptions=True)
-        await self._client.aclose()
+        await self._client.close()

@@ -11,6 +11,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 from litestar.testing import AsyncTestClient
@@ -20,9 +21,11 @@ from sqlalchemy.exc import ProgrammingError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from app.api.app import create_app
+from app.data import database
 from app.data.agents import create_agent
-from app.data.database import autocommit, create_engine, migrate
+from app.data.database import autocommit, create_engine, driver, migrate
 from app.data.tenants import create_tenant, issue_api_key
+from app.errors import DatabaseUnavailable
 from app.settings import Settings
 from tests.conftest import _admin_url
 from tests.factories import account, customer, document, import_document
@@ -248,3 +251,87 @@ async def test_a_batch_item_on_an_unreadable_account_fails_alone(database_url: s
         bad, good = view["items"]
         assert (bad["status"], bad["error"]) == ("error", f"unreadable_data: {UNREADABLE}")
         assert good["answer"]["totals"]["difference"] == "12.00"
+
+
+# -- pooled connections the server closed -----------------------------------------------------------
+
+
+async def _backend_pid(engine: AsyncEngine) -> int:
+    async with autocommit(engine) as conn:
+        return int((await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one())
+
+
+async def test_a_pooled_connection_the_server_closed_is_replaced_not_handed_out(database_url: str) -> None:
+    """A restart or pg_terminate_backend closes the pool's connections: the next checkout gets a new
+    one, and the statement succeeds, instead of failing on the dead one."""
+    engine = create_engine(database_url)
+    try:
+        killed = await _backend_pid(engine)
+        await _admin(f"SELECT pg_terminate_backend({killed})")
+        await asyncio.sleep(0.05)  # the server's goodbye reaches the pooled connection
+        replaced = await _backend_pid(engine)
+        assert replaced != killed
+        assert await _backend_pid(engine) == replaced  # kept in the pool from then on
+    finally:
+        await engine.dispose()
+
+
+async def test_a_connection_idle_in_the_pool_is_pinged_first(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Idle longer than IDLE_PING_S, it is pinged at checkout (a peer gone silently shows only so),
+    and replaced when the ping fails; a connection back within IDLE_PING_S is handed out as it is."""
+    engine = create_engine(database_url)
+    pinged: list[int] = []
+
+    def silent_peer(dbapi_connection: Any) -> None:
+        pinged.append(dbapi_connection.driver_connection.get_server_pid())
+        raise OSError("no answer")
+
+    monkeypatch.setattr(database, "_ping", silent_peer)
+    try:
+        first = await _backend_pid(engine)
+        assert await _backend_pid(engine) == first  # back a moment ago: handed out as it is
+        assert pinged == []
+        monkeypatch.setattr(database, "IDLE_PING_S", 0.0)
+        await asyncio.sleep(0.01)
+        replaced = await _backend_pid(engine)
+        assert (pinged, replaced != first) == ([first], True)
+    finally:
+        await engine.dispose()
+
+
+async def test_a_driver_statement_whose_connection_dies_is_503_and_the_connection_replaced(database_url: str) -> None:
+    """The answer path's own statements (`driver`): a connection killed under a running statement
+    is DatabaseUnavailable, not a 500, and is not handed out again."""
+    engine = create_engine(database_url)
+    killed: list[int] = []
+
+    async def killed_midway() -> None:
+        async with driver(engine) as conn:
+            killed.append(conn.get_server_pid())
+            running = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(5)"))
+            await asyncio.sleep(0.1)
+            await _admin(f"SELECT pg_terminate_backend({killed[0]})")
+            await running
+
+    try:
+        with pytest.raises(DatabaseUnavailable):
+            await killed_midway()
+        async with driver(engine) as conn:
+            assert conn.get_server_pid() != killed[0]
+            assert await conn.fetchval("SELECT 1") == 1
+    finally:
+        await engine.dispose()
+
+
+async def test_a_bad_driver_statement_is_still_an_error_of_its_own(database_url: str) -> None:
+    engine = create_engine(database_url)
+    try:
+        with pytest.raises(asyncpg.exceptions.UndefinedTableError):
+            async with driver(engine) as conn:
+                await conn.fetchval("SELECT * FROM no_such_table")
+        async with driver(engine) as conn:
+            assert await conn.fetchval("SELECT 1") == 1
+    finally:
+        await engine.dispose()
