@@ -234,9 +234,13 @@ class Scheduler:
             return ""
         lease = uuid.uuid4().hex
         want_slot = not self._closing and self._can_run_now(tenant, level, limits)
-        verdict, retry_after = await self.ledger.enter(
-            tenant, limits, take_token=True, want_slot=want_slot, slots=self._slots(level), lease=lease
-        )
+        try:
+            verdict, retry_after = await self.ledger.enter(
+                tenant, limits, take_token=True, want_slot=want_slot, slots=self._slots(level), lease=lease
+            )
+        except asyncio.CancelledError:
+            await self._leave(lease)  # the caller left mid-call: the ledger may have granted it
+            raise
         self._check_rate(tenant, limits, level, retry_after if verdict == "rate_limited" else 0.0)
         if self._closing and verdict == "granted":
             await self._leave(lease)
