@@ -31,16 +31,15 @@ async def until_disconnect(request: Request, work: Awaitable[T]) -> T:  # type: 
     task = asyncio.current_task()
     assert task is not None
     gone: list[bool] = []
+    pending = task.cancelling()  # cancellations already requested, before ours
     watcher = asyncio.get_running_loop().create_task(_cancel_when_gone(request, task, gone))
     try:
-        result = await work
+        return await work
     except asyncio.CancelledError:
-        # Our own cancellation (and no other pending one): the caller went away.
-        if gone and task.uncancel() == 0:
+        if gone and task.cancelling() == pending + 1:  # ours alone: the caller went away
             raise ClientGone from None
         raise
     finally:
         watcher.cancel()
-    if gone:  # the work finished anyway, swallowing the cancellation: it is not pending any more
-        task.uncancel()
-    return result
+        if gone:  # ours is handled, however the work ended; another pending one still counts
+            task.uncancel()
