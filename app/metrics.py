@@ -2,9 +2,34 @@
 
 from __future__ import annotations
 
+from typing import Generic, TypeVar
+
 from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client.metrics import MetricWrapperBase
 
 from app.inference.scheduler import Hooks
+
+M = TypeVar("M", bound=MetricWrapperBase)
+
+
+class Children(Generic[M]):
+    """A labelled metric's children, looked up by label values in a dict: `labels()` checks and
+    joins its arguments under a lock on every call (1.5-3 µs; a request records about twenty),
+    a dict look-up takes 0.07 µs. Label values here come from small fixed sets (tenants, channels,
+    stages, levels, sources, reasons), as prometheus_client itself keeps every child anyway."""
+
+    __slots__ = ("_children", "_metric")
+
+    def __init__(self, metric: M) -> None:
+        self._metric = metric
+        self._children: dict[tuple[str, ...], M] = {}
+
+    def __call__(self, *values: str) -> M:
+        child = self._children.get(values)
+        if child is None:
+            child = self._children[values] = self._metric.labels(*values)
+        return child
+
 
 FALLBACKS = Counter(
     "bill_assistant_fallbacks_total",
@@ -69,15 +94,18 @@ SPEC_ACCEPT_RATE = Histogram(
 
 
 def scheduler_hooks() -> Hooks:
+    admitted_total, admission_wait = Children(ADMITTED), Children(ADMISSION_WAIT)
+    shed, cancelled, depth = Children(SHED), Children(CANCELLED), Children(QUEUE_DEPTH)
+
     def admitted(tenant: str, level: int, wait_s: float) -> None:
-        ADMITTED.labels(tenant, str(level)).inc()
-        ADMISSION_WAIT.labels(tenant, str(level)).observe(wait_s)
+        admitted_total(tenant, str(level)).inc()
+        admission_wait(tenant, str(level)).observe(wait_s)
 
     return Hooks(
         admitted=admitted,
-        shed=lambda tenant, level, reason: SHED.labels(tenant, str(level), reason).inc(),
-        cancelled=lambda tenant, level, where: CANCELLED.labels(tenant, str(level), where).inc(),
-        depth=lambda tenant, level, depth: QUEUE_DEPTH.labels(tenant, str(level)).set(depth),
+        shed=lambda tenant, level, reason: shed(tenant, str(level), reason).inc(),
+        cancelled=lambda tenant, level, where: cancelled(tenant, str(level), where).inc(),
+        depth=lambda tenant, level, n: depth(tenant, str(level)).set(n),
     )
 
 
@@ -94,3 +122,14 @@ LOOP_LAG = Gauge(
     "How late the event loop last woke a 50 ms sleep (the slowest worker).",
     multiprocess_mode="livemax",
 )
+
+# The children the per-request code records into (see `Children`).
+FALLBACKS_BY = Children(FALLBACKS)
+ANSWERS_BY = Children(ANSWERS)
+STAGE_SECONDS_BY = Children(STAGE_SECONDS)
+ANSWER_FIRST_TEXT_BY = Children(ANSWER_FIRST_TEXT)
+ANSWER_SECONDS_BY = Children(ANSWER_SECONDS)
+PROMPT_TOKENS_BY = Children(PROMPT_TOKENS)
+CACHED_TOKENS_BY = Children(CACHED_TOKENS)
+COMPLETION_TOKENS_BY = Children(COMPLETION_TOKENS)
+HTTP_SHED_BY = Children(HTTP_SHED)

@@ -92,24 +92,35 @@ async def stream_model(
     try:
         with stopwatch.stage("engine"):
             while final is None:
-                event = await events.get()
-                if isinstance(event, _Expired):
-                    yield Outcome(text=None, reason=Reason(rule="engine_timeout"), usage=None)
-                    return
-                if isinstance(event, _CutOff):
-                    yield Outcome(text=None, reason=Reason(rule="engine_timeout", detail="shutdown"), usage=None)
-                    return
-                if isinstance(event, EngineError):
-                    yield Outcome(text=None, reason=Reason(rule="engine_error", detail=str(event)[:200]), usage=None)
-                    return
-                if isinstance(event, Exception):
-                    raise event
-                if isinstance(event, TextDelta):
-                    chunks.append(event.text)
-                    if text := decoder.feed(event.text):
+                batch = [await events.get()]
+                # The events that arrived meanwhile, in one pass: the text they add is decoded and
+                # handed on (to the sentence gate) once, not once per token.
+                while not events.empty():
+                    batch.append(events.get_nowait())
+                fed = len(chunks)
+                for event in batch:
+                    if isinstance(event, TextDelta):
+                        chunks.append(event.text)
+                        continue
+                    if len(chunks) > fed and (text := decoder.feed("".join(chunks[fed:]))):
                         yield text
-                else:
+                    fed = len(chunks)
+                    if isinstance(event, _Expired):
+                        yield Outcome(text=None, reason=Reason(rule="engine_timeout"), usage=None)
+                        return
+                    if isinstance(event, _CutOff):
+                        yield Outcome(text=None, reason=Reason(rule="engine_timeout", detail="shutdown"), usage=None)
+                        return
+                    if isinstance(event, EngineError):
+                        detail = str(event)[:200]
+                        yield Outcome(text=None, reason=Reason(rule="engine_error", detail=detail), usage=None)
+                        return
+                    if isinstance(event, Exception):
+                        raise event
                     final = event
+                    break
+                if len(chunks) > fed and (text := decoder.feed("".join(chunks[fed:]))):
+                    yield text
     finally:
         timer.cancel()
         producer.cancel()  # a no-op once the stream has ended

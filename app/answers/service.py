@@ -43,13 +43,13 @@ from app.inference.engine import Engine, GenerationRequest
 from app.inference.factory import build_engine
 from app.inference.scheduler import Hooks, Ledger, Scheduler
 from app.metrics import (
-    ANSWER_FIRST_TEXT,
-    ANSWER_SECONDS,
-    ANSWERS,
-    CACHED_TOKENS,
-    COMPLETION_TOKENS,
-    FALLBACKS,
-    PROMPT_TOKENS,
+    ANSWER_FIRST_TEXT_BY,
+    ANSWER_SECONDS_BY,
+    ANSWERS_BY,
+    CACHED_TOKENS_BY,
+    COMPLETION_TOKENS_BY,
+    FALLBACKS_BY,
+    PROMPT_TOKENS_BY,
     SPEC_ACCEPT_RATE,
 )
 from app.prompts import PROMPT_VERSION, render_fallback, render_prompt, slot_values
@@ -99,9 +99,9 @@ class AnswerService:
             async for event in events:
                 if first_text and (isinstance(event, Replace) or (isinstance(event, Delta) and event.text)):
                     first_text = False
-                    ANSWER_FIRST_TEXT.labels(tenant, channel).observe(watch.elapsed_ms() / 1000)
+                    ANSWER_FIRST_TEXT_BY(tenant, channel).observe(watch.elapsed_ms() / 1000)
                 elif isinstance(event, Final):
-                    ANSWER_SECONDS.labels(tenant, channel, event.answer.source).observe(watch.elapsed_ms() / 1000)
+                    ANSWER_SECONDS_BY(tenant, channel, event.answer.source).observe(watch.elapsed_ms() / 1000)
                 yield event
 
     async def _converse(self, ask: Ask) -> AsyncGenerator[ChatEvent, None]:
@@ -308,7 +308,7 @@ class AnswerService:
                 else:
                     reason = verdict.reason
         if reason is not None:
-            FALLBACKS.labels(reason=reason.rule).inc()
+            FALLBACKS_BY(reason.rule).inc()
         if explanation is None:
             explanation = self._deterministic(turn)
         answer = self._response(turn, explanation=explanation, source=source, model=model, usage=usage)
@@ -350,7 +350,7 @@ class AnswerService:
     async def _audit(self, turn: Turn, answer: ExplanationResponse, reason: Reason | None) -> ExplanationResponse:
         """Every answered request leaves a row (its own id: a cache hit repeats an earlier answer's id)."""
         ask, stopwatch = turn.ask, turn.ask.stopwatch
-        ANSWERS.labels(source=answer.source).inc()
+        ANSWERS_BY(answer.source).inc()
         answer = msgspec.structs.replace(answer, timings_ms=stopwatch.snapshot())
         row = AuditRow(
             id=ask.audit_id,
@@ -389,8 +389,8 @@ async def _after_abort(stream: AsyncIterator[str | Outcome]) -> Outcome | None:
 
 def _count_tokens(tenant: str, outcome: Outcome) -> None:
     if (usage := outcome.usage) is not None:
-        PROMPT_TOKENS.labels(tenant).inc(usage.prompt_tokens)
-        CACHED_TOKENS.labels(tenant).inc(usage.cached_tokens)
-        COMPLETION_TOKENS.labels(tenant).inc(usage.completion_tokens)
+        PROMPT_TOKENS_BY(tenant).inc(usage.prompt_tokens)
+        CACHED_TOKENS_BY(tenant).inc(usage.cached_tokens)
+        COMPLETION_TOKENS_BY(tenant).inc(usage.completion_tokens)
     if outcome.spec_accept_rate is not None:
         SPEC_ACCEPT_RATE.observe(outcome.spec_accept_rate)

@@ -51,7 +51,7 @@ from litestar.enums import ScopeType
 from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Receive, Scope, Send
 
-from app.metrics import HTTP_IN_FLIGHT, HTTP_SHED, LOOP_LAG
+from app.metrics import HTTP_IN_FLIGHT, HTTP_SHED_BY, LOOP_LAG
 
 EXEMPT = frozenset({"/health", "/ready", "/metrics"})
 LAG_INTERVAL_S = 0.05
@@ -150,7 +150,7 @@ class OverloadMiddleware(ASGIMiddleware):
         limiter = self.limiter
         refused = limiter.enter()
         if refused is not None:
-            HTTP_SHED.labels(refused).inc()
+            HTTP_SHED_BY(refused).inc()
             # A new message each time: the request log adds its header to the one it is given.
             await send({"type": "http.response.start", "status": 503, "headers": list(_HEADERS)})
             await send({"type": "http.response.body", "body": _BODY, "more_body": False})

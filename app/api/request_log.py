@@ -10,7 +10,7 @@ from litestar.enums import ScopeType
 from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.metrics import STAGE_SECONDS
+from app.metrics import STAGE_SECONDS_BY
 from app.timing import Stopwatch
 
 log = structlog.get_logger("bill_assistant.request")
@@ -66,4 +66,4 @@ class RequestLogMiddleware(ASGIMiddleware):
             if tenant is not None:  # an authenticated request: its stages go to the histograms
                 channel = state.get("channel", "none")
                 for stage, ms in timings.items():
-                    STAGE_SECONDS.labels(tenant, channel, stage).observe(ms / 1000)
+                    STAGE_SECONDS_BY(tenant, channel, stage).observe(ms / 1000)

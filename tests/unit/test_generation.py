@@ -1,4 +1,5 @@
-"""`stream_model` ends at the drain deadline of a shutdown as a reason, and the engine request is aborted."""
+"""`stream_model` ends at the drain deadline of a shutdown as a reason, and the engine request is
+aborted; tokens that arrive together are decoded together, the answer unchanged."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import AsyncIterator
 
 from app.answers.generation import Outcome, stream_model
 from app.domain.reasons import Reason
-from app.inference.engine import Event, GenerationRequest, TextDelta
+from app.inference.engine import Event, Finished, GenerationRequest, TextDelta
 from app.inference.scheduler import Scheduler
 from app.timing import Stopwatch
 
@@ -74,3 +75,23 @@ async def test_after_the_drain_deadline_the_engine_is_not_waited_for() -> None:
 async def test_without_a_shutdown_the_engine_timeout_applies() -> None:
     items = await collect(Scheduler(capacity=1), HungEngine(), timeout_s=0.05)
     assert items[-1] == Outcome(text=None, reason=Reason(rule="engine_timeout"), usage=None)
+
+
+class BurstEngine(HungEngine):
+    """Writes a whole answer token by token without waiting in between (as when the engine's
+    events arrive in one network read), then finishes."""
+
+    async def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
+        for token in ['{"', "answer", '": "', "Your", " bill", " rose", '."', "}"]:
+            yield TextDelta(token)
+        yield Finished(
+            finish_reason="stop", prompt_tokens=5, cached_tokens=0, completion_tokens=8, ttft_ms=1.0, decode_ms=1.0
+        )
+
+
+async def test_tokens_that_arrive_together_are_handed_on_at_once() -> None:
+    items = await collect(Scheduler(capacity=1), BurstEngine(), timeout_s=5)
+    assert items[:-1] == ["Your bill rose."]
+    outcome = items[-1]
+    assert isinstance(outcome, Outcome)
+    assert (outcome.text, outcome.reason) == ("Your bill rose.", None)
