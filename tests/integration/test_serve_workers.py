@@ -53,7 +53,7 @@ async def test_workers_share_admission_and_one_metrics_view(
             " WHERE application_name = 'admission' AND datname = current_database()"
         )
         async with engine.connect() as conn:
-            for _ in range(100):  # both workers up, each with its ledger open
+            for _ in range(300):  # both workers up, each with its ledger open (slow on a busy machine)
                 if (await conn.execute(ledgers)).scalar_one() >= 2:
                     break
                 await asyncio.sleep(0.1)
