@@ -8,8 +8,9 @@ under its cap and the engine under its capacity. A lease is a row held until the
 the replica renews its leases while it lives, so those of a replica that died expire within
 LEASE_TTL_S instead of holding the engine's capacity.
 
-It talks to Postgres through a small asyncpg pool of its own: an admission is one prepared
-statement, without the ORM pool's per-checkout ping.
+It talks to Postgres through a small asyncpg pool of its own (application_name "admission"): an
+admission is one prepared statement, and taking or giving back a slot never waits behind the
+answers' own connections.
 """
 
 from __future__ import annotations
