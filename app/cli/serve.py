@@ -22,15 +22,15 @@ from typing import Any
 import click
 from litestar import Litestar
 
-from app.cli.common import database_url, load_settings
+from app.cli.common import load_settings
+from app.data.database import resolve_database_url
 from app.settings import Settings
 
 WORKER_APP = "app.cli.serve:worker_app"
 
 
-def default_workers() -> int:
+def default_workers(settings: Settings) -> int:
     """Every core, unless the model runs in this process: one copy of it already uses every core."""
-    settings = load_settings()
     return 1 if settings.engine == "embedded" else os.cpu_count() or 1
 
 
@@ -45,7 +45,8 @@ def default_workers() -> int:
 )
 def serve_cmd(host: str, port: int, workers: int | None) -> None:
     """Run the HTTP service."""
-    serve(database_url(), host, port, workers=workers or default_workers())
+    settings = load_settings()
+    serve(resolve_database_url(settings), host, port, settings, workers=workers or default_workers(settings))
 
 
 def serve(database_url: str, host: str, port: int, settings: Settings | None = None, *, workers: int = 1) -> None:
