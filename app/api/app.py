@@ -182,7 +182,7 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
             "key_cache": Provide(lambda: key_cache, use_cache=True, sync_to_thread=False),
             "answers": Provide(_provide_answers, sync_to_thread=False),
         },
-        state=State({"settings": settings, "db_config": db, "limiter": limiter}),
+        state=State({"settings": settings, "db_config": db, "limiter": limiter, "key_cache": key_cache}),
         # The overload guard inside the request log, so a refused request is logged (status 503).
         middleware=[RequestLogMiddleware(), OverloadMiddleware(limiter)],
         request_max_body_size=MAX_BODY_BYTES,  # larger bodies: 413

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 from litestar import Request
-from litestar.di import NamedDependency
 from litestar.exceptions import NotAuthorizedException
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -39,15 +38,20 @@ class KeyCache:
         self._entries[key] = (principal, time.monotonic() + self.ttl)
 
 
-async def provide_principal(
-    request: Request,  # type: ignore[type-arg]
-    db_engine: NamedDependency[AsyncEngine],
-    key_cache: NamedDependency[KeyCache],
-) -> Principal:
+def shared(request: Request) -> tuple[KeyCache, AsyncEngine]:  # type: ignore[type-arg]
+    """The process's key cache and database engine, from the app's state rather than as dependencies:
+    Litestar resolves two or more dependencies of one level concurrently, a task each in an anyio
+    task group, which costs the hot routes ~0.2 ms of CPU per request for two dictionary look-ups."""
+    state = request.app.state
+    return state.key_cache, state.db_config.get_engine()
+
+
+async def provide_principal(request: Request) -> Principal:  # type: ignore[type-arg]
     scheme, _, key = request.headers.get("authorization", "").partition(" ")
     key = key.strip()
     if scheme.lower() != "bearer" or not key:
         raise NotAuthorizedException("an API key is required: Authorization: Bearer <key>", headers=_CHALLENGE)
+    key_cache, db_engine = shared(request)
     with stopwatch(request.scope).stage("auth"):
         principal = key_cache.get(key)
         if principal is None:

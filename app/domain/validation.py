@@ -20,7 +20,7 @@ Anything refused is replaced by the deterministic answer, with the reason.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import msgspec
 
@@ -194,6 +194,9 @@ class Contract:
     slots: dict[str, Slot]
     labels: dict[str, str]  # third-party names that only a slot may write, by their lower case
     difference_sign: int
+    # The verdicts given so far, by sentence and locale: the whole answer's check repeats the
+    # sentences the stream's gate has already passed.
+    checked: dict[tuple[str, str], Verdict] = field(default_factory=dict)
 
     @classmethod
     def of(cls, facts: BillFacts) -> Contract:
@@ -203,6 +206,13 @@ class Contract:
 
 def check_sentence(sentence: str, contract: Contract, locale: str) -> Verdict:
     """One sentence of the model's answer, with its slots still unfilled."""
+    verdict = contract.checked.get((sentence, locale))
+    if verdict is None:
+        verdict = contract.checked[sentence, locale] = _check_sentence(sentence, contract, locale)
+    return verdict
+
+
+def _check_sentence(sentence: str, contract: Contract, locale: str) -> Verdict:
     if not (verdict := _language(sentence, locale)).ok:
         return verdict
     named: list[Slot] = []
