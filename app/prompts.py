@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import msgspec
@@ -19,7 +19,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from app.domain import formatting
 from app.domain.facts import BillFacts, Driver, Entry
 from app.domain.policy import TenantPolicy
-from app.domain.slots import MAX_DRIVERS, change_percent, items, slots
+from app.domain.slots import MAX_DRIVERS, Slot, change_percent, items, slots
 from app.domain.vocabulary import LOCALES, ChatTemplate, Intent, Locale, PromptLayout
 from app.settings import PROJECT_ROOT
 
@@ -173,26 +173,40 @@ def phrases(drivers: Iterable[Driver], status: str, locale: str) -> tuple[list[s
     return [str(macros.driver(d)) for d in drivers], str(macros.status({"status": status}))
 
 
-def slot_values(facts: BillFacts, locale: Locale) -> dict[str, str]:
+class SlotValues(Mapping[str, str]):
     """What each slot of these facts says to the customer, written for their locale: amounts as
     positive figures (the words around them give the direction), dates, the status phrase, the
-    drivers' and transactions' descriptions with third-party names quoted."""
-    f = _formatters(facts.currency, locale)
-    macros: Any = _env.get_template(f"macros.{locale}.j2").module
-    drivers = [_clean_driver(d) for d in facts.drivers]
-    entries = [_clean(e) for e in items(facts)]
-    values: dict[str, str] = {}
-    for name, slot in slots(facts).items():
+    drivers' and transactions' descriptions with third-party names quoted. Each value is written
+    when it is first asked for: an answer names two or three of the forty-odd slots."""
+
+    def __init__(self, facts: BillFacts, locale: Locale) -> None:
+        self.facts, self.locale = facts, locale
+        self._slots = slots(facts)
+        self._written: dict[str, str] = {}
+
+    def __getitem__(self, name: str) -> str:
+        value = self._written.get(name)
+        if value is None:
+            value = self._written[name] = self._write(self._slots[name])
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._slots)
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def _write(self, slot: Slot) -> str:
+        facts, locale = self.facts, self.locale
         if slot.kind == "money" and slot.money is not None:
-            values[name] = f["money"](abs(slot.money))
-        elif slot.kind == "date" and slot.day is not None:
-            values[name] = f["day"](slot.day)
-        elif slot.kind == "percent":
-            values[name] = f"{change_percent(facts)}%"
-        elif slot.kind == "status":
-            values[name] = str(macros.status({"status": facts.payment.status}))
-        elif slot.role == "driver":
-            values[name] = str(macros.driver(drivers[slot.index - 1]))
-        else:
-            values[name] = str(macros.entry(entries[slot.index - 1]))
-    return values
+            return formatting.money(abs(slot.money), facts.currency, locale)
+        if slot.kind == "date" and slot.day is not None:
+            return formatting.day(slot.day, locale)
+        if slot.kind == "percent":
+            return f"{change_percent(facts)}%"
+        macros: Any = _env.get_template(f"macros.{locale}.j2").module
+        if slot.kind == "status":
+            return str(macros.status({"status": facts.payment.status}))
+        if slot.role == "driver":
+            return str(macros.driver(_clean_driver(facts.drivers[slot.index - 1])))
+        return str(macros.entry(_clean(items(facts)[slot.index - 1])))

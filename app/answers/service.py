@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -52,7 +52,7 @@ from app.metrics import (
     PROMPT_TOKENS_BY,
     SPEC_ACCEPT_RATE,
 )
-from app.prompts import PROMPT_VERSION, render_fallback, render_prompt, slot_values
+from app.prompts import PROMPT_VERSION, SlotValues, render_fallback, render_prompt
 from app.settings import Settings
 
 log = structlog.get_logger("bill_assistant.answers")
@@ -116,7 +116,7 @@ class AnswerService:
                 self._fill_cache_later(turn)
             outcome = None
             if self.llm is not None and turn.intent != "out_of_scope":  # a polite refusal needs no model
-                values = slot_values(turn.facts, turn.locale)
+                values = SlotValues(turn.facts, turn.locale)
                 gate = SentenceGate(turn.facts, turn.locale, values)
                 stream = stream_model(
                     self.llm,
@@ -287,7 +287,7 @@ class AnswerService:
         )
 
     async def _conclude(
-        self, turn: Turn, outcome: Outcome | None, values: dict[str, str], contract: Contract | None = None
+        self, turn: Turn, outcome: Outcome | None, values: Mapping[str, str], contract: Contract | None = None
     ) -> tuple[ExplanationResponse, Reason | None]:
         """Validate the model's whole answer against the facts and fill its slots; serve it, or the
         deterministic text (rendered only then); remember a validated canonical answer; audit.

@@ -8,6 +8,7 @@ statement" in the place of another (app/domain/validation.py checks the words ar
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import date
 from decimal import Decimal
 from typing import Literal
@@ -92,7 +93,7 @@ def items(facts: BillFacts) -> list[Entry]:
     return [e for e in facts.entries if e.kind != "payment"][:MAX_ITEMS]
 
 
-def fill(template: str, values: dict[str, str]) -> str:
+def fill(template: str, values: Mapping[str, str]) -> str:
     """The text with each slot replaced by its value (every slot must have one)."""
     return SLOT.sub(lambda m: values[m.group(1)], template)
 

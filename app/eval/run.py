@@ -28,7 +28,7 @@ from app.domain.vocabulary import ChatTemplate, EngineKind
 from app.eval.golden import GoldenCase
 from app.eval.keyfields import Finding, key_field_errors
 from app.inference.engine import Engine
-from app.prompts import render_prompt, slot_values
+from app.prompts import SlotValues, render_prompt
 from app.timing import Stopwatch
 
 _PARTIAL_TAIL = re.compile(r"[\w.,]+$")
@@ -78,7 +78,7 @@ def demo_policy() -> TenantPolicy:
 def _as_read(text: str, case: GoldenCase) -> str:
     """The answer as a customer would read it: its known slots filled from the facts (a role-swapped
     slot then states the wrong amount, which the key-field classifier sees); unknown ones stay."""
-    values = slot_values(case.facts, case.locale)
+    values = SlotValues(case.facts, case.locale)
     return SLOT.sub(lambda m: values.get(m.group(1), m.group(0)), text)
 
 
