@@ -63,14 +63,18 @@ class Response:
         reader = self._conn.reader
         try:
             if self._chunked:
-                while True:
-                    size = int((await reader.readuntil(b"\r\n")).split(b";", 1)[0], 16)
-                    if size == 0:
-                        while await reader.readuntil(b"\r\n") != b"\r\n":  # trailer fields, if any
-                            pass
-                        break
-                    data = await reader.readexactly(size + 2)
-                    yield data[:-2]
+                # Whatever has arrived, unframed in one pass: a streaming engine writes an HTTP chunk
+                # per token, and a burst of them is handed on as one piece, not one await per chunk.
+                buffered, ended = b"", False
+                while not ended:
+                    data = await reader.read(65536)
+                    if not data:
+                        raise asyncio.IncompleteReadError(buffered, None)
+                    pieces, buffered, ended = _take_chunks(buffered + data)
+                    if pieces:
+                        yield b"".join(pieces)
+                if buffered:  # bytes after the body's end: not a connection to reuse
+                    self.keep_alive = False
             elif self._left >= 0:
                 while self._left > 0:
                     data = await reader.read(min(self._left, 65536))
@@ -91,6 +95,32 @@ class Response:
     def close(self) -> None:
         """Hang up: the connection is cut, and a read still waiting on the body fails with HTTPError."""
         self._conn.close()
+
+
+def _take_chunks(data: bytes) -> tuple[list[bytes], bytes, bool]:
+    """The complete chunks at the start of a chunked body's bytes, the bytes left after them, and
+    whether the body has ended (its last chunk and trailer are in)."""
+    pieces: list[bytes] = []
+    at = 0
+    while (eol := data.find(b"\r\n", at)) >= 0:
+        size = int(data[at:eol].split(b";", 1)[0], 16)
+        if size < 0:
+            raise ValueError(f"chunk size {size}")
+        if size == 0:
+            end = data.find(b"\r\n\r\n", eol)  # the (empty, or fields') trailer ends with a blank line
+            if end < 0:
+                break
+            return pieces, data[end + 4 :], True
+        start, stop = eol + 2, eol + 2 + size
+        if len(data) < stop + 2:
+            break
+        if data[stop : stop + 2] != b"\r\n":
+            raise ValueError("a chunk not followed by CRLF")
+        pieces.append(data[start:stop])
+        at = stop + 2
+    if len(data) - at > HEAD_LIMIT and data.find(b"\r\n", at) < 0:
+        raise ValueError("a chunk size line without an end")
+    return pieces, data[at:], False
 
 
 class HTTPClient:

@@ -108,6 +108,7 @@ class SGLangEngine:
                     if done:  # read on to the end of the body, so the connection is kept for the next answer
                         continue
                     *lines, pending = (pending + chunk).split(b"\n")
+                    added = ""  # the events that came together are handed on as one delta
                     for line in lines:
                         if not line.startswith(b"data:"):
                             continue  # blank lines between events, comments, other fields
@@ -122,10 +123,11 @@ class SGLangEngine:
                         delta = chunk_text if self._incremental else chunk_text[len(text) :]
                         text = text + delta if self._incremental else chunk_text
                         meta = event.meta_info or meta
-                        if delta:
-                            if first is None:
-                                first = perf_counter()
-                            yield TextDelta(delta)
+                        if delta and first is None:
+                            first = perf_counter()
+                        added += delta
+                    if added:
+                        yield TextDelta(added)
             if not done:
                 raise EngineError("sglang: the stream ended without [DONE]")
         except HTTPError as exc:
