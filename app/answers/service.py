@@ -342,7 +342,7 @@ class AnswerService:
             source=source,
             intent=turn.intent,
             prompt_version=PROMPT_VERSION,
-            timings_ms=turn.ask.stopwatch.snapshot(),
+            timings_ms={},  # the audit fills them in, as the answer is returned
             model=model,
             usage=usage,
         )
