@@ -20,7 +20,7 @@ from itertools import pairwise
 from typing import Annotated, Any, cast
 
 import msgspec
-from sqlalchemy import Boolean, Table, literal_column, select, tuple_
+from sqlalchemy import Boolean, Table, literal_column, select, text, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -279,6 +279,11 @@ async def import_file(conn: AsyncConnection, doc: ImportFile) -> ImportReport:
         ["account_id", "ref"],
     )
     await _check_no_overlap(conn, list(account_ids.values()))
+    # Fresh planner statistics: after a bulk load the tables would wait for autovacuum (a minute or
+    # more), and meanwhile the history query every answer runs takes a plan about twice as slow
+    # (an index that only filters the accounts by ref, a bitmap over every statement of the tenant).
+    # ANALYZE samples a bounded number of rows, so this stays cheap on large tables.
+    await conn.execute(text("ANALYZE customers, accounts, statements, transactions"))
     return report
 
 

@@ -102,3 +102,22 @@ async def test_the_database_refuses_rows_that_cross_tenants(make_tenant: Any, lo
                 ),
                 {"t": b.id, "c": customer_of_a},
             )
+
+
+async def test_an_import_leaves_fresh_planner_statistics_for_the_tables_it_wrote(
+    make_tenant: Any, load: Any, engine: AsyncEngine
+) -> None:
+    tenant = await make_tenant()
+    await load(document(tenant.slug, [customer(f"C-{i}", accounts=[account(f"A-{i}")]) for i in range(30)]))
+    tables = ("customers", "accounts", "statements", "transactions")
+    async with engine.connect() as conn:
+        counts = {t: (await conn.execute(text(f"SELECT count(*) FROM {t}"))).scalar_one() for t in tables}
+        estimates = {
+            t: (
+                await conn.execute(
+                    text("SELECT reltuples::bigint FROM pg_class WHERE oid = CAST(:t AS regclass)"), {"t": t}
+                )
+            ).scalar_one()
+            for t in tables
+        }
+    assert estimates == counts
