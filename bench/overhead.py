@@ -14,6 +14,10 @@ on a random account, as of a fixed date. The paths:
 - cache hit: the same fake engine, after `bill-assistant precompute --today <as-of>` answered every
   statement's canonical bill-change question; every request is answered from the answer cache.
 
+- engine (with the model path): the fake engine alone, driven straight with the last request the
+  service sent it, at the same rates: the engine's own latency, which the model path's includes. The
+  model path's P50 and P99 less these are what the service adds over the engine.
+
 Per path and rate: achieved requests/s, P50/P90/P99 latency and the server process's CPU time
 (utime + stime from /proc/<pid>/stat, before and after the rate) per request handled (answered or
 refused with 503); then the ratios.
@@ -34,6 +38,7 @@ from collections import Counter
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import msgspec
 import uvloop
@@ -47,6 +52,7 @@ AS_OF = "2026-11-15"
 QUESTION = "Why is my bill higher than last month?"
 MODEL_ANSWER = '{"answer": "Your new balance is {new_balance}."}'
 QUIET = {"LOG_LEVEL": "WARNING"}
+ENGINE_ALONE = "engine"  # the fake engine without the service (its CPU: the fake's process)
 
 
 def _fake_engine(conn: Connection) -> None:
@@ -60,7 +66,8 @@ def _fake_engine(conn: Connection) -> None:
     running.fake.cached_tokens = lambda prompt: 0  # type: ignore[method-assign]
     conn.send(running.url)
     with contextlib.suppress(EOFError):
-        conn.recv()
+        while conn.recv() == "last request":  # what the service sent last, to replay without it
+            conn.send(running.fake.requests[-1])
     running.stop()
 
 
@@ -130,6 +137,22 @@ def _drive(
     return rows
 
 
+def _engine_alone(url: str, pid: int, generate: dict[str, object], rates: list[float], duration: float) -> list[Row]:
+    """The fake engine driven straight, open loop, with the last request the service sent it: its
+    own latency, which the model path's includes (a zero-latency fake still parses, tokenizes and
+    writes 21 events)."""
+    split = urlsplit(url)
+    host, port = split.hostname or "127.0.0.1", split.port or 80
+    raw = post(host, port, "/generate", msgspec.json.encode(generate), {})
+    rows = []
+    for rate in rates:
+        before = _cpu_s(pid)
+        r = uvloop.run(open_loop(host, port, rate, duration, lambda _: raw))
+        handled = len(r.latencies_ms) + sum(r.errors.values())
+        rows.append(Row(ENGINE_ALONE, rate, r, (_cpu_s(pid) - before) * 1000 / handled if handled else float("nan")))
+    return rows
+
+
 def _py_spy(pid: int, duration: float, out: Path) -> subprocess.Popen[bytes]:
     """`py-spy record` on the server (pip install py-spy: a measuring tool, not a dependency)."""
     command = ["py-spy", "record", "--pid", str(pid), "--rate", "250", "--duration", str(int(duration)),
@@ -168,6 +191,9 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{len(refs)} of {len(served)} accounts get the model's answer; the bench asks those")
                 if "model" in paths:
                     rows += _drive("model", port, pid, key, refs, rates, args.duration, args.profile)
+                    here.send("last request")
+                    assert fake.pid is not None
+                    rows += _engine_alone(engine_url, fake.pid, here.recv(), rates, args.duration)
             if "engine-off" in paths:
                 with service_process(url, {**QUIET, "ENGINE": "off"}) as (port, pid):
                     rows += _drive("engine off", port, pid, key, refs, rates, args.duration, args.profile)
@@ -199,7 +225,12 @@ def _report(rows: list[Row], rates: list[float], refs: list[str], duration: floa
               f"{r.percentile(90):>10.2f} {r.percentile(99):>10.2f} {row.cpu_ms_per_request:>10.2f} "
               f"{errors:>10}" + (f"  {r.errors}" if errors else ""))  # fmt: skip
     by = {(row.path, row.rate): row for row in rows}
-    for rate in rates if {row.path for row in rows} == {"model", "engine off", "cache hit"} else []:
+    for rate in rates if {"model", ENGINE_ALONE} <= {row.path for row in rows} else []:
+        served, alone = by["model", rate].result, by[ENGINE_ALONE, rate].result
+        print(f"at {rate:.0f}/s: the model path over the engine alone: P50 "
+              f"{served.percentile(50) - alone.percentile(50):.2f} ms, P99 "
+              f"{served.percentile(99) - alone.percentile(99):.2f} ms")  # fmt: skip
+    for rate in rates if {"model", "engine off", "cache hit"} <= {row.path for row in rows} else []:
         model, off, hit = by["model", rate], by["engine off", rate], by["cache hit", rate]
         print(f"at {rate:.0f}/s: CPU/request model / engine off {_cpu(model) / _cpu(off):.2f}x, "
               f"cache hit / engine off {_cpu(hit) / _cpu(off):.2f}x; P50 cache hit / model "
