@@ -1,4 +1,4 @@
-"""./scripts/dev bench [explain|prefix|priorities|ladder|cache|chat|overload|overhead|workers] [options].
+"""./scripts/dev bench [explain|prefix|priorities|ladder|cache|chat|overload|overhead|in-process|workers] [options].
 
 See each module's docstring."""
 
@@ -8,6 +8,7 @@ from bench import (
     answer_cache,
     chat_stream,
     explain_load,
+    in_process,
     ladder,
     overhead,
     overload,
@@ -25,6 +26,7 @@ BENCHES = {
     "chat": chat_stream.main,
     "overload": overload.main,
     "overhead": overhead.main,
+    "in-process": in_process.main,
     "workers": workers.main,
 }
 
