@@ -28,7 +28,8 @@ from app.answers.generation import Outcome, answer_request, stream_model
 from app.answers.messages import Ask, ChatEvent, Delta, Facts, Final, Replace, Turn, final_answer
 from app.answers.schemas import ExplanationRequest, ExplanationResponse, PaymentOut, StatementOut, TotalsOut, Usage
 from app.data.audit import AuditRow, record_answer
-from app.data.database import autocommit, driver
+from app.data.database import autocommit
+from app.data.driver_pool import DriverPool
 from app.data.history import load_records
 from app.data.tenants import Principal, principal_for
 from app.domain.facts import compute_facts
@@ -63,6 +64,7 @@ ABORT_WAIT_S = 1.0  # how long an aborted engine request may take to report its 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AnswerService:
     db: AsyncEngine
+    pool: DriverPool  # the history and audit statements every answer runs
     llm: Engine | None  # None: deterministic answers only (ENGINE=off)
     scheduler: Scheduler
     settings: Settings
@@ -76,7 +78,8 @@ class AnswerService:
         """The configured engine (a model load) and an admission scheduler of its capacity, counting
         with every replica through `ledger` when admission is shared."""
         scheduler = Scheduler(capacity=settings.engine_capacity, hooks=hooks or Hooks(), ledger=ledger)
-        return cls(db=db, llm=build_engine(settings), scheduler=scheduler, settings=settings)
+        pool = DriverPool(db.url.render_as_string(hide_password=False), size=settings.db_pool_size)
+        return cls(db=db, pool=pool, llm=build_engine(settings), scheduler=scheduler, settings=settings)
 
     async def tenant(self, tenant_id: int) -> Principal | None:
         """A tenant as the caller of work it asked for earlier (batch jobs, precomputation, console)."""
@@ -173,7 +176,7 @@ class AnswerService:
         # The answers cached for the statement come with its records (one round trip), looked up below.
         lookup = (PROMPT_VERSION, self.llm.profile) if self.llm is not None and ask.use_cache else None
         with stopwatch.stage("db"):
-            async with driver(self.db) as conn:
+            async with self.pool.connection() as conn:
                 records = await load_records(
                     conn,
                     ask.principal.tenant_id,
@@ -371,7 +374,7 @@ class AnswerService:
             stage_starts=msgspec.json.encode(stopwatch.starts).decode(),
         )
         with stopwatch.stage("audit"):
-            async with driver(self.db) as conn:
+            async with self.pool.connection() as conn:
                 await record_answer(conn, row)
         return msgspec.structs.replace(answer, timings_ms=stopwatch.snapshot())
 

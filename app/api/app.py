@@ -121,6 +121,7 @@ async def _stop_answers(answers: AnswerService, ledger: PostgresLedger | None, s
             await asyncio.wait_for(answers.llm.close(), CUT_OFF_GRACE_S)
         except TimeoutError:
             log.warning("shutdown: the engine did not close in time")
+    await answers.pool.close()
     if ledger is not None:
         await ledger.close()
 

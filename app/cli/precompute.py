@@ -46,6 +46,7 @@ def precompute_cmd(days: int, tenant: str | None, today: Any) -> None:
         finally:
             if answers.llm is not None:
                 await answers.llm.close()
+            await answers.pool.close()
             await answers.db.dispose()
         return sources
 

@@ -22,8 +22,8 @@ from typing import Any, cast
 
 import asyncpg
 import structlog
-from sqlalchemy.engine import make_url
 
+from app.data.database import asyncpg_dsn
 from app.domain.priority import TenantLimits, Verdict
 from app.errors import DatabaseUnavailable
 
@@ -35,11 +35,6 @@ _LEAVE = "DELETE FROM admission_lease WHERE id = $1"
 _RENEW = "UPDATE admission_lease SET expires_at = clock_timestamp() + make_interval(secs => $2) WHERE id = ANY($1)"
 _EXPIRE = "DELETE FROM admission_lease WHERE expires_at < clock_timestamp()"
 _UNAVAILABLE = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, TimeoutError)
-
-
-def asyncpg_dsn(sqlalchemy_url: str) -> str:
-    """The same database, spelled for asyncpg itself (no `+asyncpg` driver suffix)."""
-    return make_url(sqlalchemy_url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 class PostgresLedger:

@@ -16,7 +16,6 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
-from sqlalchemy.util import greenlet_spawn
 
 from app.errors import DatabaseUnavailable
 from app.settings import PROJECT_ROOT, Settings
@@ -42,6 +41,11 @@ def asyncpg_url(url: str) -> str:
     if parsed.get_backend_name() != "postgresql":
         raise ValueError(f"DATABASE_URL must point to PostgreSQL, not {parsed.get_backend_name()!r}")
     return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
+
+
+def asyncpg_dsn(sqlalchemy_url: str) -> str:
+    """The same database, spelled for asyncpg itself (no `+asyncpg` driver suffix)."""
+    return make_url(sqlalchemy_url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 def start_embedded_postgres(data_dir: Path) -> str:
@@ -176,33 +180,6 @@ async def autocommit(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
     """A pooled connection for single-statement work: no BEGIN/COMMIT round trips."""
     async with connection(engine) as conn:
         yield await conn.execution_options(isolation_level="AUTOCOMMIT")
-
-
-@asynccontextmanager
-async def driver(engine: AsyncEngine) -> AsyncIterator[asyncpg.Connection]:
-    """A pooled connection as asyncpg's own, for the statements every answer runs (its history,
-    the answer cache, its audit row). Through SQLAlchemy's Connection one such statement costs the
-    service about four times the CPU it costs here (checkout, execution context, result rows);
-    the pool, its checks and its limits are the same. Each statement commits on its own (no
-    transaction, like `autocommit`); the database out of reach raises DatabaseUnavailable."""
-    try:
-        pooled = await engine.raw_connection()
-    except Exception as exc:
-        # Unlike Connection's, the pool's own checkout raises the driver's errors unwrapped.
-        if _checkout_failed(exc) or isinstance(exc, engine.dialect.loaded_dbapi.Error):
-            raise DatabaseUnavailable(UNAVAILABLE_MESSAGE) from exc
-        raise
-    raw: asyncpg.Connection = pooled.driver_connection
-    try:
-        yield raw
-    except Exception as exc:
-        if connection_lost(exc) or raw.is_closed():
-            # Not handed out again; closing it is I/O, which SQLAlchemy's pool does in a greenlet.
-            await greenlet_spawn(pooled.invalidate, exc)
-            raise DatabaseUnavailable(UNAVAILABLE_MESSAGE) from exc
-        raise
-    finally:
-        await greenlet_spawn(pooled.close)
 
 
 async def driver_of(conn: AsyncConnection) -> asyncpg.Connection:

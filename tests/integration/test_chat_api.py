@@ -21,6 +21,7 @@ from app.answers.messages import Ask
 from app.answers.schemas import ExplanationRequest
 from app.answers.service import AnswerService
 from app.api.app import create_app
+from app.data.driver_pool import DriverPool
 from app.data.tenants import issue_api_key, principal_for, revoke_key, set_limits
 from app.domain.priority import sglang_priority
 from app.inference.scheduler import Scheduler
@@ -295,7 +296,8 @@ async def test_a_stream_that_never_starts_still_frees_its_admission_slot(engine:
         principal = await principal_for(conn, bank.id)
     assert principal is not None
     scheduler = Scheduler(capacity=1)
-    answers = AnswerService(db=engine, llm=None, scheduler=scheduler, settings=settings())
+    pool = DriverPool(engine.url.render_as_string(hide_password=False), size=2)
+    answers = AnswerService(db=engine, pool=pool, llm=None, scheduler=scheduler, settings=settings())
     ask = Ask(
         principal=principal,
         request=ExplanationRequest(account_ref="A-1", question=QUESTION),
@@ -311,6 +313,7 @@ async def test_a_stream_that_never_starts_still_frees_its_admission_slot(engine:
     for _ in range(10):
         await asyncio.sleep(0)
     assert scheduler.in_flight == 0
+    await pool.close()
 
 
 @pytest.mark.parametrize("log_questions", ["0", "1"])

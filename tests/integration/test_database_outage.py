@@ -21,9 +21,10 @@ from sqlalchemy.exc import ProgrammingError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from app.api.app import create_app
-from app.data import database
+from app.data import database, driver_pool
 from app.data.agents import create_agent
-from app.data.database import autocommit, create_engine, driver, migrate
+from app.data.database import autocommit, create_engine, migrate
+from app.data.driver_pool import DriverPool
 from app.data.tenants import create_tenant, issue_api_key
 from app.errors import DatabaseUnavailable
 from app.settings import Settings
@@ -301,14 +302,19 @@ async def test_a_connection_idle_in_the_pool_is_pinged_first(
         await engine.dispose()
 
 
+async def _driver_pid(pool: DriverPool) -> int:
+    async with pool.connection() as conn:
+        return int(await conn.fetchval("SELECT pg_backend_pid()"))
+
+
 async def test_a_driver_statement_whose_connection_dies_is_503_and_the_connection_replaced(database_url: str) -> None:
-    """The answer path's own statements (`driver`): a connection killed under a running statement
+    """The answer path's own statements (`DriverPool`): a connection killed under a running statement
     is DatabaseUnavailable, not a 500, and is not handed out again."""
-    engine = create_engine(database_url)
+    pool = DriverPool(database_url, size=2)
     killed: list[int] = []
 
     async def killed_midway() -> None:
-        async with driver(engine) as conn:
+        async with pool.connection() as conn:
             killed.append(conn.get_server_pid())
             running = asyncio.ensure_future(conn.fetchval("SELECT pg_sleep(5)"))
             await asyncio.sleep(0.1)
@@ -318,20 +324,86 @@ async def test_a_driver_statement_whose_connection_dies_is_503_and_the_connectio
     try:
         with pytest.raises(DatabaseUnavailable):
             await killed_midway()
-        async with driver(engine) as conn:
+        async with pool.connection() as conn:
             assert conn.get_server_pid() != killed[0]
             assert await conn.fetchval("SELECT 1") == 1
     finally:
-        await engine.dispose()
+        await pool.close()
 
 
-async def test_a_bad_driver_statement_is_still_an_error_of_its_own(database_url: str) -> None:
-    engine = create_engine(database_url)
+async def test_a_bad_driver_statement_is_still_an_error_of_its_own_and_its_connection_kept(database_url: str) -> None:
+    pool = DriverPool(database_url, size=2)
     try:
+        first = await _driver_pid(pool)
         with pytest.raises(asyncpg.exceptions.UndefinedTableError):
-            async with driver(engine) as conn:
+            async with pool.connection() as conn:
                 await conn.fetchval("SELECT * FROM no_such_table")
-        async with driver(engine) as conn:
-            assert await conn.fetchval("SELECT 1") == 1
+        assert await _driver_pid(pool) == first
     finally:
-        await engine.dispose()
+        await pool.close()
+
+
+async def test_the_driver_pool_replaces_a_connection_the_server_closed_and_pings_an_idle_one(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the main pool: a connection the server closed is replaced at checkout without a round
+    trip; one idle longer than IDLE_PING_S is pinged, and replaced when the ping fails."""
+    pool = DriverPool(database_url, size=2)
+    pinged: list[int] = []
+
+    async def silent_peer(conn: asyncpg.Connection) -> None:
+        pinged.append(conn.get_server_pid())
+        raise OSError("no answer")
+
+    monkeypatch.setattr(driver_pool, "_ping", silent_peer)
+    try:
+        killed = await _driver_pid(pool)
+        await _admin(f"SELECT pg_terminate_backend({killed})")
+        await asyncio.sleep(0.05)  # the server's goodbye reaches the idle connection
+        replaced = await _driver_pid(pool)
+        assert replaced != killed
+        assert (await _driver_pid(pool), pinged) == (replaced, [])  # back a moment ago: handed out as it is
+        monkeypatch.setattr(driver_pool, "IDLE_PING_S", 0.0)
+        await asyncio.sleep(0.01)
+        assert (await _driver_pid(pool) != replaced, pinged) == (True, [replaced])
+    finally:
+        await pool.close()
+
+
+async def test_the_driver_pool_waits_for_a_free_connection_then_gives_up_with_503(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(driver_pool, "POOL_TIMEOUT_S", 0.2)
+    pool = DriverPool(database_url, size=1)
+    try:
+        async with pool.connection() as held:
+            waiting = asyncio.ensure_future(_driver_pid(pool))
+            await asyncio.sleep(0.05)
+            assert not waiting.done()  # no second connection: it waits for this one
+        assert await waiting == held.get_server_pid()
+        async with pool.connection():
+            with pytest.raises(DatabaseUnavailable):
+                await _driver_pid(pool)
+    finally:
+        await pool.close()
+
+
+async def test_the_driver_pool_closes_a_connection_whose_statement_was_interrupted(database_url: str) -> None:
+    """A caller gone mid-statement (its task cancelled) leaves the connection in an unknown state:
+    closed, not handed to the next answer."""
+    pool = DriverPool(database_url, size=1)
+    try:
+
+        async def slow() -> None:
+            async with pool.connection() as conn:
+                await conn.fetchval("SELECT pg_sleep(5)")
+
+        first = await _driver_pid(pool)
+        task = asyncio.ensure_future(slow())
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await _driver_pid(pool) != first
+    finally:
+        await pool.close()
