@@ -46,7 +46,7 @@ class AuditRow(msgspec.Struct, frozen=True, kw_only=True):
 
 
 async def record_answer(conn: asyncpg.Connection, row: AuditRow) -> None:
-    """On a `driver` connection: committed (synchronously, durable) when this returns."""
+    """On an asyncpg connection (app/data/driver_pool.py): committed (synchronously, durable) when this returns."""
     await conn.execute(_INSERT, *msgspec.structs.astuple(row))
 
 

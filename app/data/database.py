@@ -143,7 +143,7 @@ def _checkout_failed(exc: BaseException) -> bool:
 def connection_lost(exc: BaseException) -> bool:
     """A statement failed because its connection is gone, not because of the statement: a bad
     query, a constraint or a bug stays what it is (a 500, a 409, ...). Through SQLAlchemy or
-    straight from asyncpg (a `driver` statement)."""
+    straight from asyncpg (app/data/driver_pool.py)."""
     cause: BaseException | None = exc
     if isinstance(exc, sqlalchemy.exc.DBAPIError):
         if exc.connection_invalidated:
@@ -183,6 +183,6 @@ async def autocommit(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
 
 
 async def driver_of(conn: AsyncConnection) -> asyncpg.Connection:
-    """The asyncpg connection under a SQLAlchemy one (for a `driver` statement on a connection
+    """The asyncpg connection under a SQLAlchemy one (for an asyncpg statement on a connection
     the caller already holds; outside any transaction SQLAlchemy has not begun on it yet)."""
     return (await conn.get_raw_connection()).driver_connection

@@ -32,6 +32,7 @@ from app.data.database import (
 from app.errors import DatabaseUnavailable
 
 _CONNECT_FAILED = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
+_SERVER_SETTINGS = {"application_name": "bill-assistant"}  # as the main pool's connections
 
 
 async def _ping(conn: asyncpg.Connection) -> None:
@@ -41,9 +42,8 @@ async def _ping(conn: asyncpg.Connection) -> None:
 class DriverPool:
     """Opens connections as they are first needed; `close` it on the way out."""
 
-    def __init__(self, sqlalchemy_url: str, *, size: int, application_name: str = "bill-assistant") -> None:
+    def __init__(self, sqlalchemy_url: str, *, size: int) -> None:
         self._dsn = asyncpg_dsn(sqlalchemy_url)
-        self._settings = {"application_name": application_name}
         self._slots = asyncio.Semaphore(size)  # one per connection handed out
         self._idle: list[tuple[asyncpg.Connection, float]] = []  # and when each came back
         self._closed = False
@@ -111,6 +111,6 @@ class DriverPool:
                 continue
             return conn
         try:
-            return await asyncpg.connect(self._dsn, timeout=CONNECT_TIMEOUT_S, server_settings=self._settings)
+            return await asyncpg.connect(self._dsn, timeout=CONNECT_TIMEOUT_S, server_settings=_SERVER_SETTINGS)
         except _CONNECT_FAILED as exc:
             raise DatabaseUnavailable(UNAVAILABLE_MESSAGE) from exc

@@ -110,7 +110,7 @@ async def load_history(
     conn: AsyncConnection | asyncpg.Connection, tenant_id: int, account_ref: str, period_end: date | None, as_of: date
 ) -> AccountHistory | None:
     """None when the tenant has no such account. An account without statements has an empty list.
-    On a `driver` connection, or on a SQLAlchemy one the caller holds."""
+    On an asyncpg connection (app/data/driver_pool.py), or on a SQLAlchemy one the caller holds."""
     raw = await driver_of(conn) if isinstance(conn, AsyncConnection) else conn
     records = await load_records(raw, tenant_id, account_ref, period_end, as_of)
     return records.history if records is not None else None
