@@ -181,20 +181,20 @@ class SlotValues(Mapping[str, str]):
 
     def __init__(self, facts: BillFacts, locale: Locale) -> None:
         self.facts, self.locale = facts, locale
-        self._slots = slots(facts)
+        self.slots = slots(facts)
         self._written: dict[str, str] = {}
 
     def __getitem__(self, name: str) -> str:
         value = self._written.get(name)
         if value is None:
-            value = self._written[name] = self._write(self._slots[name])
+            value = self._written[name] = self._write(self.slots[name])
         return value
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._slots)
+        return iter(self.slots)
 
     def __len__(self) -> int:
-        return len(self._slots)
+        return len(self.slots)
 
     def _write(self, slot: Slot) -> str:
         facts, locale = self.facts, self.locale

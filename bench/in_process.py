@@ -17,10 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import multiprocessing
 import os
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -32,7 +29,7 @@ import uvloop
 from app.api.app import create_app
 from app.settings import Settings
 from bench.common import demo_database
-from bench.overhead import AS_OF, QUESTION, QUIET, _fake_engine
+from bench.overhead import AS_OF, QUESTION, QUIET, fake_engine, precompute
 
 
 async def _call(app: Any, body: bytes, headers: list[tuple[bytes, bytes]]) -> tuple[int, bytes]:
@@ -97,34 +94,24 @@ def main(argv: list[str] | None = None) -> None:
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
 
-    ctx = multiprocessing.get_context("spawn")
-    here, there = ctx.Pipe()
-    fake = ctx.Process(target=_fake_engine, args=(there,), daemon=True)
-    fake.start()
-    sglang = {**QUIET, "ENGINE": "sglang", "SGLANG_URL": here.recv(), "ANSWER_CACHE_FILL": "0", "BATCH_WORKER": "0"}
-    env = {"model": sglang, "engine-off": {**QUIET, "ENGINE": "off", "BATCH_WORKER": "0"}, "cache-hit": sglang}
     rows = []
-    try:
-        with demo_database() as (url, key, refs):
-            for path in paths:
-                if path == "cache-hit":
-                    subprocess.run(
-                        [sys.executable, "-m", "app", "precompute", "--today", AS_OF, "--days", "60"],
-                        env={**os.environ, **sglang, "DATABASE_URL": url},
-                        check=True,
-                        stdout=subprocess.PIPE,
-                    )
-                app = create_app(Settings.from_env({**os.environ, **env[path]}), url)
-                profile = args.profile / f"{path}.prof" if args.profile else None
-                cpu, wall, sources = uvloop.run(_measure(app, key, refs, args.requests, profile))
-                print(f"{path}: {len(refs)} accounts asked once, answers by source: "
-                      f"{dict(Counter(sources.values()))}", flush=True)  # fmt: skip
-                rows.append((path, cpu, wall))
-                if path == "model":  # from here on, as in `bench overhead`: the accounts whose model answer validates
-                    refs = [ref for ref in refs if sources[ref] == "model"]
-    finally:
-        here.close()
-        fake.join(10)
+    with fake_engine() as engine, demo_database() as (url, key, refs):
+        env = {
+            "model": engine.env,
+            "engine-off": {**QUIET, "ENGINE": "off", "BATCH_WORKER": "0"},
+            "cache-hit": engine.env,
+        }
+        for path in paths:
+            if path == "cache-hit":
+                precompute(url, engine)
+            app = create_app(Settings.from_env({**os.environ, **env[path]}), url)
+            profile = args.profile / f"{path}.prof" if args.profile else None
+            cpu, wall, sources = uvloop.run(_measure(app, key, refs, args.requests, profile))
+            print(f"{path}: {len(refs)} accounts asked once, answers by source: "
+                  f"{dict(Counter(sources.values()))}", flush=True)  # fmt: skip
+            rows.append((path, cpu, wall))
+            if path == "model":  # from here on, as in `bench overhead`: the accounts whose model answer validates
+                refs = [ref for ref in refs if sources[ref] == "model"]
 
     print(f"POST /v1/explanations in process (ASGI, no network), one at a time, {args.requests} requests per path"
           + (", under cProfile" if args.profile else ""))  # fmt: skip

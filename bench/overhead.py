@@ -16,7 +16,8 @@ on a random account, as of a fixed date. The paths:
 
 - engine (with the model path): the fake engine alone, driven straight with the last request the
   service sent it, at the same rates: the engine's own latency, which the model path's includes. The
-  model path's P50 and P99 less these are what the service adds over the engine.
+  model path's P50 less the engine's is what the service adds over it (the P99s are printed side
+  by side: percentiles of two runs do not subtract).
 
 Per path and rate: achieved requests/s, P50/P90/P99 latency and the server process's CPU time
 (utime + stime from /proc/<pid>/stat, before and after the rate) per request handled (answered or
@@ -35,6 +36,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -71,6 +73,45 @@ def _fake_engine(conn: Connection) -> None:
     running.stop()
 
 
+class FakeEngine:
+    """The fake engine's process, as the benches use it: its URL, its pid (for its CPU time), the
+    environment that points the service at it, and the last request the service sent it."""
+
+    def __init__(self, url: str, pid: int, conn: Connection) -> None:
+        self.url, self.pid, self._conn = url, pid, conn
+        self.env = {**QUIET, "ENGINE": "sglang", "SGLANG_URL": url, "ANSWER_CACHE_FILL": "0", "BATCH_WORKER": "0"}
+
+    def last_request(self) -> dict[str, object]:
+        self._conn.send("last request")
+        request: dict[str, object] = self._conn.recv()
+        return request
+
+
+@contextlib.contextmanager
+def fake_engine() -> Iterator[FakeEngine]:
+    """The zero-latency fake SGLang server in a process of its own, for as long as the block."""
+    ctx = multiprocessing.get_context("spawn")
+    here, there = ctx.Pipe()
+    process = ctx.Process(target=_fake_engine, args=(there,), daemon=True)
+    process.start()
+    try:
+        assert process.pid is not None
+        yield FakeEngine(here.recv(), process.pid, here)
+    finally:
+        here.close()
+        process.join(10)
+
+
+def precompute(database_url: str, engine: FakeEngine) -> None:
+    """`bill-assistant precompute` as of AS_OF: the canonical answers cached, for the cache-hit path."""
+    subprocess.run(
+        [sys.executable, "-m", "app", "precompute", "--today", AS_OF, "--days", "60"],
+        env={**os.environ, **engine.env, "DATABASE_URL": database_url},
+        check=True,
+        stdout=subprocess.PIPE,
+    )
+
+
 def _cpu_s(pid: int) -> float:
     """The process's user + system CPU time, in seconds."""
     with open(f"/proc/{pid}/stat") as f:
@@ -102,6 +143,12 @@ class Row:
     cpu_ms_per_request: float
 
 
+def _per_request(cpu_s: float, r: Result) -> float:
+    """CPU milliseconds per request handled (answered or refused)."""
+    handled = len(r.latencies_ms) + sum(r.errors.values())
+    return cpu_s * 1000 / handled if handled else float("nan")
+
+
 def _cpu(row: Row) -> float:
     return row.cpu_ms_per_request
 
@@ -128,28 +175,25 @@ def _drive(
         spy = _py_spy(pid, duration, raw) if raw else None
         before = _cpu_s(pid)
         r = uvloop.run(open_loop("127.0.0.1", port, rate, duration, make_request))
-        spent_ms = (_cpu_s(pid) - before) * 1000
-        handled = len(r.latencies_ms) + sum(r.errors.values())
-        rows.append(Row(name, rate, r, spent_ms / handled if handled else float("nan")))
+        rows.append(Row(name, rate, r, _per_request(_cpu_s(pid) - before, r)))
         if spy is not None and raw is not None:
             spy.wait()
             print(table(f"{name} at {rate:.0f}/s", shares(raw), rows[-1].cpu_ms_per_request))
     return rows
 
 
-def _engine_alone(url: str, pid: int, generate: dict[str, object], rates: list[float], duration: float) -> list[Row]:
+def _engine_alone(engine: FakeEngine, rates: list[float], duration: float) -> list[Row]:
     """The fake engine driven straight, open loop, with the last request the service sent it: its
     own latency, which the model path's includes (a zero-latency fake still parses, tokenizes and
     writes 21 events)."""
-    split = urlsplit(url)
+    split = urlsplit(engine.url)
     host, port = split.hostname or "127.0.0.1", split.port or 80
-    raw = post(host, port, "/generate", msgspec.json.encode(generate), {})
+    raw = post(host, port, "/generate", msgspec.json.encode(engine.last_request()), {})
     rows = []
     for rate in rates:
-        before = _cpu_s(pid)
+        before = _cpu_s(engine.pid)
         r = uvloop.run(open_loop(host, port, rate, duration, lambda _: raw))
-        handled = len(r.latencies_ms) + sum(r.errors.values())
-        rows.append(Row(ENGINE_ALONE, rate, r, (_cpu_s(pid) - before) * 1000 / handled if handled else float("nan")))
+        rows.append(Row(ENGINE_ALONE, rate, r, _per_request(_cpu_s(engine.pid) - before, r)))
     return rows
 
 
@@ -174,41 +218,24 @@ def main(argv: list[str] | None = None) -> None:
         args.profile.mkdir(parents=True, exist_ok=True)
     rates = [float(r) for r in args.rates.split(",")]
 
-    ctx = multiprocessing.get_context("spawn")
-    here, there = ctx.Pipe()
-    fake = ctx.Process(target=_fake_engine, args=(there,), daemon=True)
-    fake.start()
-    engine_url = here.recv()
-    sglang = {**QUIET, "ENGINE": "sglang", "SGLANG_URL": engine_url, "ANSWER_CACHE_FILL": "0", "BATCH_WORKER": "0"}
     rows: list[Row] = []
-    try:
-        with demo_database() as (url, key, refs):
-            with service_process(url, sglang) as (port, pid):
-                # Only the accounts whose model answer validates (the fake answers in English, so the
-                # 20 zh-CN accounts fall back), the same ones on every path.
-                served = asyncio.run(_sources(port, key, refs))
-                refs = [ref for ref in refs if served[ref] == "model"]
-                print(f"{len(refs)} of {len(served)} accounts get the model's answer; the bench asks those")
-                if "model" in paths:
-                    rows += _drive("model", port, pid, key, refs, rates, args.duration, args.profile)
-                    here.send("last request")
-                    assert fake.pid is not None
-                    rows += _engine_alone(engine_url, fake.pid, here.recv(), rates, args.duration)
-            if "engine-off" in paths:
-                with service_process(url, {**QUIET, "ENGINE": "off"}) as (port, pid):
-                    rows += _drive("engine off", port, pid, key, refs, rates, args.duration, args.profile)
-            if "cache-hit" in paths:
-                subprocess.run(
-                    [sys.executable, "-m", "app", "precompute", "--today", AS_OF, "--days", "60"],
-                    env={**os.environ, **sglang, "DATABASE_URL": url},
-                    check=True,
-                    stdout=subprocess.PIPE,
-                )
-                with service_process(url, sglang) as (port, pid):
-                    rows += _drive("cache hit", port, pid, key, refs, rates, args.duration, args.profile)
-    finally:
-        here.close()
-        fake.join(10)
+    with fake_engine() as engine, demo_database() as (url, key, refs):
+        with service_process(url, engine.env) as (port, pid):
+            # Only the accounts whose model answer validates (the fake answers in English, so the
+            # 20 zh-CN accounts fall back), the same ones on every path.
+            served = asyncio.run(_sources(port, key, refs))
+            refs = [ref for ref in refs if served[ref] == "model"]
+            print(f"{len(refs)} of {len(served)} accounts get the model's answer; the bench asks those")
+            if "model" in paths:
+                rows += _drive("model", port, pid, key, refs, rates, args.duration, args.profile)
+                rows += _engine_alone(engine, rates, args.duration)
+        if "engine-off" in paths:
+            with service_process(url, {**QUIET, "ENGINE": "off"}) as (port, pid):
+                rows += _drive("engine off", port, pid, key, refs, rates, args.duration, args.profile)
+        if "cache-hit" in paths:
+            precompute(url, engine)
+            with service_process(url, engine.env) as (port, pid):
+                rows += _drive("cache hit", port, pid, key, refs, rates, args.duration, args.profile)
 
     _report(rows, rates, refs, args.duration)
 

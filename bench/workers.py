@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import multiprocessing
 import os
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import uvloop
 
 from bench.common import demo_database, service_process
 from bench.loadgen import Result, open_loop
-from bench.overhead import QUIET, _cpu_s, _fake_engine, _request, _sources
+from bench.overhead import _cpu_s, _per_request, _request, _sources, fake_engine
 
 SUSTAINED_P99_MS = 100.0
 
@@ -47,37 +46,25 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     rates = [float(r) for r in args.rates.split(",")]
 
-    ctx = multiprocessing.get_context("spawn")
-    here, there = ctx.Pipe()
-    fake = ctx.Process(target=_fake_engine, args=(there,), daemon=True)
-    fake.start()
-    sglang = {**QUIET, "ENGINE": "sglang", "SGLANG_URL": here.recv(), "ANSWER_CACHE_FILL": "0", "BATCH_WORKER": "0"}
     runs = [("1 worker, local", 1, "local"), ("1 worker, shared", 1, "shared"),
             (f"{args.workers} workers, shared", args.workers, "shared")]  # fmt: skip
     table: list[tuple[str, float, Result, float]] = []
-    try:
-        with demo_database() as (url, key, refs):
-            for name, workers, admission in runs:
-                with service_process(url, {**sglang, "ADMISSION": admission}, workers) as (port, pid):
-                    sources = asyncio.run(_sources(port, key, refs))
-                    asked = sorted(ref for ref in refs if sources[ref] == "model")
+    with fake_engine() as engine, demo_database() as (url, key, refs):
+        for name, workers, admission in runs:
+            with service_process(url, {**engine.env, "ADMISSION": admission}, workers) as (port, pid):
+                sources = asyncio.run(_sources(port, key, refs))
+                asked = sorted(ref for ref in refs if sources[ref] == "model")
 
-                    def make_request(i: int, port: int = port, asked: list[str] = asked) -> bytes:
-                        return _request(port, key, asked[(i * 7919) % len(asked)])
+                def make_request(i: int, port: int = port, asked: list[str] = asked) -> bytes:
+                    return _request(port, key, asked[(i * 7919) % len(asked)])
 
-                    uvloop.run(open_loop("127.0.0.1", port, 50, 3, make_request))  # warm-up
-                    for rate in rates:
-                        before = _service_cpu_s(pid)
-                        r = uvloop.run(open_loop("127.0.0.1", port, rate, args.duration, make_request))
-                        handled = len(r.latencies_ms) + sum(r.errors.values())
-                        cpu_ms = (_service_cpu_s(pid) - before) * 1000 / max(handled, 1)
-                        table.append((name, rate, r, cpu_ms))
-                        print(
-                            f"{name} at {rate:.0f}/s: {r.throughput:.1f}/s, P99 {r.percentile(99):.1f} ms", flush=True
-                        )
-    finally:
-        here.close()
-        fake.join(10)
+                uvloop.run(open_loop("127.0.0.1", port, 50, 3, make_request))  # warm-up
+                for rate in rates:
+                    before = _service_cpu_s(pid)
+                    r = uvloop.run(open_loop("127.0.0.1", port, rate, args.duration, make_request))
+                    cpu_ms = _per_request(_service_cpu_s(pid) - before, r)
+                    table.append((name, rate, r, cpu_ms))
+                    print(f"{name} at {rate:.0f}/s: {r.throughput:.1f}/s, P99 {r.percentile(99):.1f} ms", flush=True)
 
     print(f"\nPOST /v1/explanations, model path, open loop, {args.duration:.0f} s per rate, {os.cpu_count()} cores; "
           "service, load generator, fake engine and Postgres on the same machine")  # fmt: skip

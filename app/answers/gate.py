@@ -5,16 +5,15 @@ deterministic answer instead, so the failed text is never shown, not even for a 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from app.domain.facts import BillFacts
 from app.domain.slots import fill
 from app.domain.validation import OK, Contract, Verdict, check_sentence, sentence_ends
+from app.prompts import SlotValues
 
 
 class SentenceGate:
-    def __init__(self, facts: BillFacts, locale: str, values: Mapping[str, str]) -> None:
-        self.contract, self.locale, self.values = Contract.of(facts), locale, values
+    def __init__(self, facts: BillFacts, locale: str, values: SlotValues) -> None:
+        self.contract, self.locale, self.values = Contract.of(facts, values.slots), locale, values
         self._pending = ""  # text not yet released: the start of an unfinished sentence
 
     def feed(self, text: str) -> tuple[list[str], Verdict]:

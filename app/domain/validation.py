@@ -199,9 +199,14 @@ class Contract:
     checked: dict[tuple[str, str], Verdict] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, facts: BillFacts) -> Contract:
+    def of(cls, facts: BillFacts, offered: dict[str, Slot] | None = None) -> Contract:
+        """`offered`: these facts' slots, when the caller has already worked them out."""
         sign = (facts.difference > 0) - (facts.difference < 0)
-        return cls(slots=slots(facts), labels={name.lower(): name for name in labels(facts)}, difference_sign=sign)
+        return cls(
+            slots=offered if offered is not None else slots(facts),
+            labels={name.lower(): name for name in labels(facts)},
+            difference_sign=sign,
+        )
 
 
 def check_sentence(sentence: str, contract: Contract, locale: str) -> Verdict:
