@@ -10,11 +10,15 @@ when its transactions or payments change), the intent, the locale, the prompt ve
 profile (model, quantization, engine build) and the as-of date — so a hit can never describe stale
 data, another template or another engine. Charge questions are not cached: their answer depends on
 which charge the question names.
+
+A hit is looked up with the account's records, and audited, by the statement that reads them
+(app/data/history.py): one round trip. With the answer the cache keeps the statement's labels, so
+that statement can tell a bill-change question that names a merchant (a charge question) from one
+that does not.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import date
 
 import msgspec
@@ -40,19 +44,12 @@ class CacheKey(msgspec.Struct, frozen=True, kw_only=True):
 
 _STORE = text("""
 INSERT INTO answer_cache (tenant_id, statement_id, data_version, intent, locale, prompt_version, engine_profile,
-                          as_of, answer)
+                          as_of, answer, labels)
 VALUES (:tenant_id, :statement_id, :data_version, :intent, :locale, :prompt_version, :engine_profile, :as_of,
-        CAST(:answer AS jsonb))
+        CAST(:answer AS jsonb), :labels)
 ON CONFLICT ON CONSTRAINT uq_answer_cache_key DO NOTHING
 """)
 
 
-def pick(cached: Mapping[str, msgspec.Raw], key: CacheKey) -> msgspec.Raw | None:
-    """The cached answer for `key` among those read with the account's records (app/data/history.py:
-    the ones of the key's tenant, statement, data version, prompt version, engine profile and as-of
-    date, by intent and locale), or None."""
-    return cached.get(f"{key.intent}/{key.locale}")
-
-
-async def store(conn: AsyncConnection, key: CacheKey, answer_json: str) -> None:
-    await conn.execute(_STORE, {**msgspec.structs.asdict(key), "answer": answer_json})
+async def store(conn: AsyncConnection, key: CacheKey, answer_json: str, labels: list[str]) -> None:
+    await conn.execute(_STORE, {**msgspec.structs.asdict(key), "answer": answer_json, "labels": labels})

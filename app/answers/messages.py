@@ -5,7 +5,7 @@ what is known about it once the records are read (`Turn`), and the events a conv
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -51,8 +51,6 @@ class Turn:
     intent: Intent
     locale: Locale
     as_of: date
-    # The answers cached for the statement, read with its records (app/answers/cache.py picks).
-    cached: Mapping[str, msgspec.Raw] = field(default_factory=dict)
 
 
 # Events of a conversation, in this order: Facts, Delta*, Replace?, Final.

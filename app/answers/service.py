@@ -30,10 +30,10 @@ from app.answers.schemas import ExplanationRequest, ExplanationResponse, Payment
 from app.data.audit import AuditRow, record_answer
 from app.data.database import autocommit
 from app.data.driver_pool import DriverPool
-from app.data.history import load_records
+from app.data.history import Lookup, load_records
 from app.data.tenants import Principal, principal_for
 from app.domain.facts import compute_facts
-from app.domain.intents import CANONICAL_QUESTIONS, classify, mentioned
+from app.domain.intents import CANONICAL_QUESTIONS, classify, label_keys, mentioned, provisional
 from app.domain.priority import QUEUE_DEADLINE_S, effective_level
 from app.domain.reasons import Reason
 from app.domain.slots import fill
@@ -110,11 +110,12 @@ class AnswerService:
     async def _converse(self, ask: Ask) -> AsyncGenerator[ChatEvent, None]:
         async with self._admitted(ask) as level:
             turn = await self._turn(ask, level)
-            yield Facts(self._response(turn, explanation="", source="fallback", model=None, usage=None))
-            if ask.use_cache and (hit := self._cached(turn)) is not None:
-                yield Delta(hit.explanation)
-                yield Final(await self._audit(turn, hit, None))
+            if isinstance(turn, ExplanationResponse):  # a cache hit, audited as it was found
+                yield Facts(msgspec.structs.replace(turn, explanation=""))
+                yield Delta(turn.explanation)
+                yield Final(turn)
                 return
+            yield Facts(self._response(turn, explanation="", source="fallback", model=None, usage=None))
             if ask.use_cache and not ask.canonical:
                 self._fill_cache_later(turn)
             outcome = None
@@ -170,25 +171,25 @@ class AnswerService:
             stopwatch.record("admission", stopwatch.elapsed_ms() - wait_ms, wait_ms)
             yield level
 
-    async def _turn(self, ask: Ask, level: int) -> Turn:
+    async def _turn(self, ask: Ask, level: int) -> Turn | ExplanationResponse:
+        """The question with the facts it is answered from; or, when a validated answer to it is cached,
+        that answer, found and audited with the records' round trip (app/data/history.py)."""
         request, stopwatch = ask.request, ask.stopwatch
         as_of = request.as_of or ask.today
-        # The answers cached for the statement come with its records (one round trip), looked up below.
-        lookup = (PROMPT_VERSION, self.llm.profile) if self.llm is not None and ask.use_cache else None
+        lookup = self._lookup(ask)
         with stopwatch.stage("db"):
             async with self.pool.connection() as conn:
                 records = await load_records(
-                    conn,
-                    ask.principal.tenant_id,
-                    request.account_ref,
-                    request.statement_period_end,
-                    as_of,
-                    cache=lookup,
+                    conn, ask.principal.tenant_id, request.account_ref, request.statement_period_end, as_of, lookup
                 )
+        if records is not None and records.served is not None:
+            ANSWERS_BY("cache").inc()
+            # The original answer, its id included; only the source and the timings are this request's.
+            return msgspec.structs.replace(_decode_answer(records.served), timings_ms=stopwatch.snapshot())
+        history = records.history if records is not None else None
         # Another customer's account is exactly as unknown as a missing one.
-        if records is None or (ask.customer_ref is not None and records.history.customer_ref != ask.customer_ref):
+        if history is None or (ask.customer_ref is not None and history.customer_ref != ask.customer_ref):
             raise NotFound(f"account {request.account_ref!r} not found")
-        history = records.history
         wanted = request.statement_period_end
         if not history.statements or (wanted and history.statements[-1].period_end != wanted):
             which = f"ending on {wanted}" if wanted else "yet"
@@ -197,15 +198,29 @@ class AnswerService:
             facts = compute_facts(history, as_of)
             intent = classify(request.question, {e.label for e in facts.entries})
         locale = request.locale or history.customer_locale
-        return Turn(
-            ask=ask,
-            level=level,
-            history=history,
-            facts=facts,
+        return Turn(ask=ask, level=level, history=history, facts=facts, intent=intent, locale=locale, as_of=as_of)
+
+    def _lookup(self, ask: Ask) -> Lookup | None:
+        """What the answer cache is asked, if the question may have a cached answer: a validated model
+        answer to the intent's canonical question about the same data, template and engine."""
+        intent, labels_matter = provisional(ask.request.question)
+        if self.llm is None or not ask.use_cache or intent not in CACHEABLE_INTENTS:
+            return None
+        question, stopwatch = ask.request.question, ask.stopwatch
+        return Lookup(
             intent=intent,
-            locale=locale,
-            as_of=as_of,
-            cached=records.cached,
+            locale=ask.request.locale,
+            prompt_version=PROMPT_VERSION,
+            engine_profile=self.llm.profile,
+            customer_ref=ask.customer_ref,
+            labels_matter=labels_matter,
+            question=question,
+            searched=question.lower(),
+            audit_id=ask.audit_id,
+            channel=ask.channel,
+            # The hit's audit row is written before the statement ends: it holds the stages up to it.
+            timings=msgspec.json.encode(stopwatch.snapshot()).decode(),
+            stage_starts=msgspec.json.encode(stopwatch.starts).decode(),
         )
 
     def _cache_key(self, turn: Turn) -> CacheKey | None:
@@ -221,18 +236,6 @@ class AnswerService:
             engine_profile=self.llm.profile,
             as_of=turn.as_of,
         )
-
-    def _cached(self, turn: Turn) -> ExplanationResponse | None:
-        """A validated model answer to the same question about the same data, template and model."""
-        key = self._cache_key(turn)
-        if key is None:
-            return None
-        with turn.ask.stopwatch.stage("cache"):
-            cached = cache.pick(turn.cached, key)
-            if cached is None:
-                return None
-            # The original answer, its id included; only the source and the timings are this request's.
-            return msgspec.structs.replace(_decode_answer(cached), source="cache")
 
     def _fill_cache_later(self, turn: Turn) -> None:
         """After a miss, answer the intent's canonical question about this statement at batch
@@ -317,8 +320,9 @@ class AnswerService:
         answer = self._response(turn, explanation=explanation, source=source, model=model, usage=usage)
         key = self._cache_key(turn)
         if source == "model" and turn.ask.canonical and key is not None:  # validated canonical answers only
+            labels = label_keys(e.label for e in turn.facts.entries)
             async with autocommit(self.db) as conn:
-                await cache.store(conn, key, msgspec.json.encode(answer).decode())
+                await cache.store(conn, key, msgspec.json.encode(answer).decode(), labels)
         return await self._audit(turn, answer, reason), reason
 
     def _response(

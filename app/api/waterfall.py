@@ -6,13 +6,13 @@ import msgspec
 
 # The stages an audit row holds, in the order a request meets them, with what an agent calls them.
 # The engine's queue, time to first token and decode happen inside "engine". The row is written
-# before its own write is timed, so "audit" is never among them.
+# before its own write is timed, so "audit" is never among them; a cache hit's row is written by the
+# statement that finds it (app/data/history.py), so its "db" is not either.
 STAGES = {
     "auth": "sign-in check",
     "admission": "admission wait",
     "db": "database",
     "facts": "facts",
-    "cache": "answer cache",
     "explain": "deterministic text",
     "prompt": "prompt",
     "engine": "engine",

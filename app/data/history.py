@@ -1,7 +1,9 @@
-"""Reads one account's statement history in a single round trip, always scoped by tenant."""
+"""Reads one account's statement history in a single round trip, always scoped by tenant; or,
+when the question has a cached answer, serves and audits that answer in that same round trip."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import date
 from typing import NamedTuple
 
@@ -11,18 +13,16 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data.database import driver_of
 from app.domain.records import AccountHistory
+from app.domain.vocabulary import Channel, Intent, Locale
 from app.errors import UnreadableData
 
 # One statement, one round trip: the account, every statement up to the one asked about with the
 # signed sum of its period (openings chain through them), and the lines from the previous
 # statement's start to the later of the statement's end and as_of (payments after the close).
 # Cast to text: the driver would decode JSON numbers to floats; msgspec decodes them to Decimal.
-# With them, in the same round trip, the answers cached for that statement (app/answers/cache.py):
-# those of its data version, the prompt version $5 and the engine profile $6 (NULL: none looked
-# up) as of $4, by "intent/locale", the rest of the cache key.
 # $1 tenant, $2 account ref, $3 the statement's period end (NULL: the latest), $4 as of.
-_HISTORY_SQL = """
-WITH acct AS (
+_CTES = """
+acct AS (
     SELECT a.id, a.ref, a.currency, a.opening_balance, c.ref AS customer_ref, c.locale
     FROM accounts a
     JOIN customers c ON c.tenant_id = a.tenant_id AND c.id = a.customer_id
@@ -44,8 +44,9 @@ bounds AS (
     SELECT (SELECT period_start FROM stmts ORDER BY period_end DESC OFFSET 1 LIMIT 1) AS prev_start,
            (SELECT period_start FROM stmts ORDER BY period_end DESC LIMIT 1) AS cur_start,
            GREATEST((SELECT MAX(period_end) FROM stmts), CAST($4 AS date)) AS upto
-)
-SELECT json_build_object(
+)"""
+_HISTORY = """
+json_build_object(
     'account_id', acct.id,
     'account_ref', acct.ref,
     'currency', acct.currency,
@@ -62,26 +63,79 @@ SELECT json_build_object(
         WHERE t.tenant_id = $1 AND t.account_id = acct.id
           AND t.posted_on BETWEEN COALESCE(bounds.prev_start, bounds.cur_start) AND bounds.upto
     ), '[]')
-)::text,
-(
-    SELECT json_object_agg(c.intent || '/' || c.locale, c.answer)::text
-    FROM answer_cache c
-    JOIN (SELECT id, data_version FROM stmts ORDER BY period_end DESC LIMIT 1) latest
-      ON c.statement_id = latest.id AND c.data_version = latest.data_version
-    WHERE c.tenant_id = $1 AND c.prompt_version = $5 AND c.engine_profile = $6 AND c.as_of = CAST($4 AS date)
+)::text"""
+_HISTORY_SQL = f"WITH {_CTES}\nSELECT {_HISTORY}\nFROM acct"
+
+# With a Lookup ($5–$16, in its field order): first the answer cached under the whole key
+# (app/answers/cache.py) for the statement asked about — the latest, or exactly the one named — at
+# its data version, of the chat widget's customer when one asks, unless the question names one of
+# the statement's labels where that makes it a charge question (strpos is `classify`'s `in` on the
+# lowercased question). A hit is audited by this statement (committed, synchronously, as it ends):
+# the row repeats the cached answer with its source and this request's timings; the history, which
+# the hit does not need, is then not read (a CASE evaluates its subqueries only when reached).
+_HISTORY_OR_HIT_SQL = f"""
+WITH {_CTES},
+hit AS (
+    SELECT acct.id AS account_id, s.id AS statement_id, c.locale, c.answer
+    FROM acct
+    CROSS JOIN LATERAL (
+        SELECT s.id, s.period_end, s.data_version
+        FROM statements s
+        WHERE s.tenant_id = $1 AND s.account_id = acct.id
+          AND s.period_end <= COALESCE(CAST($3 AS date), 'infinity')
+        ORDER BY s.period_end DESC
+        LIMIT 1
+    ) s
+    JOIN answer_cache c
+      ON c.tenant_id = $1 AND c.statement_id = s.id AND c.data_version = s.data_version
+     AND c.intent = $5 AND c.locale = COALESCE(CAST($6 AS text), acct.locale) AND c.prompt_version = $7
+     AND c.engine_profile = $8 AND c.as_of = CAST($4 AS date)
+    WHERE (CAST($9 AS text) IS NULL OR acct.customer_ref = $9)
+      AND (CAST($3 AS date) IS NULL OR s.period_end = $3)
+      AND NOT ($10 AND EXISTS (SELECT FROM unnest(c.labels) AS label WHERE strpos($12, label) > 0))
+),
+served AS (
+    INSERT INTO answers (id, tenant_id, account_id, statement_id, channel, question, locale, answer, source,
+                         intent, prompt_version, model, usage, fallback_reason, timings, stage_starts)
+    SELECT $13, $1, hit.account_id, hit.statement_id, $14, $11, hit.locale,
+           hit.answer || jsonb_build_object('source', 'cache', 'timings_ms', CAST(CAST($15 AS text) AS jsonb)),
+           'cache', $5, $7, hit.answer ->> 'model', NULLIF(hit.answer -> 'usage', 'null'), NULL,
+           CAST(CAST($15 AS text) AS jsonb), CAST(CAST($16 AS text) AS jsonb)
+    FROM hit
+    RETURNING answer
 )
+SELECT CASE WHEN EXISTS (SELECT FROM served) THEN NULL ELSE {_HISTORY} END,
+       (SELECT CAST(answer AS text) FROM served)
 FROM acct
 """
 
 _decoder = msgspec.json.Decoder(AccountHistory)
-_cached_decoder = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+class Lookup(msgspec.Struct, frozen=True, kw_only=True):
+    """A question as the answer cache is asked about it with the account's records: the rest of the
+    key, and the audit row a hit leaves."""
+
+    intent: Intent  # as far as the question alone decides it (app/domain/intents.py `provisional`)
+    locale: Locale | None  # None: the customer's
+    prompt_version: str
+    engine_profile: str
+    customer_ref: str | None  # only this customer's accounts (the chat widget's token)
+    labels_matter: bool  # the question is a charge question if it names one of the statement's labels
+    question: str
+    searched: str  # the question lowercased, as `classify` searches it
+    audit_id: uuid.UUID
+    channel: Channel
+    timings: str  # JSON, as the audit row keeps them
+    stage_starts: str
 
 
 class Records(NamedTuple):
-    history: AccountHistory
-    # The answers cached for the statement asked about (the latest in history), as JSON, by
-    # "intent/locale"; empty when none, or none was asked for.
-    cached: dict[str, msgspec.Raw]
+    """What an answer reads first: the account's history, or, on a cache hit, the cached answer
+    (JSON) instead, its audit row committed. Exactly one of them."""
+
+    history: AccountHistory | None
+    served: str | None
 
 
 async def load_records(
@@ -90,20 +144,24 @@ async def load_records(
     account_ref: str,
     period_end: date | None,
     as_of: date,
-    *,
-    cache: tuple[str, str] | None = None,
+    lookup: Lookup | None = None,
 ) -> Records | None:
-    """An account's history and, for `cache` (prompt version, engine profile), the answers cached
-    for its statement: what every answer reads, in one round trip. None when the tenant has no such account."""
-    prompt_version, engine_profile = cache or ("", None)
-    row = await conn.fetchrow(_HISTORY_SQL, tenant_id, account_ref, period_end, as_of, prompt_version, engine_profile)
+    """In one round trip. None when the tenant has no such account."""
+    if lookup is None:
+        row = await conn.fetchrow(_HISTORY_SQL, tenant_id, account_ref, period_end, as_of)
+    else:
+        row = await conn.fetchrow(
+            _HISTORY_OR_HIT_SQL, tenant_id, account_ref, period_end, as_of, *msgspec.structs.astuple(lookup)
+        )
     if row is None:
         return None
+    if lookup is not None and row[1] is not None:
+        return Records(None, row[1])
     try:
         history = _decoder.decode(row[0])
     except msgspec.ValidationError as exc:  # e.g. a date stored as 'infinity', from before the importer refused it
         raise UnreadableData(f"account {account_ref!r} has stored data that cannot be read: {exc}") from exc
-    return Records(history, _cached_decoder.decode(row[1]) if row[1] is not None else {})
+    return Records(history, None)
 
 
 async def load_history(

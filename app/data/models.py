@@ -29,7 +29,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.sql.elements import conv
 
@@ -242,6 +242,8 @@ class CachedAnswer(Base):
     engine_profile: Mapped[str] = mapped_column(String(200))  # model, quantization, engine build
     as_of: Mapped[date] = mapped_column(Date)
     answer: Mapped[dict[str, Any]] = mapped_column(JSONB)
+    # The statement's merchant and fee labels as app/domain/intents.py `label_keys` gives them.
+    labels: Mapped[list[str]] = mapped_column(ARRAY(Text))
     created_at: Mapped[datetime] = _created_at()
 
 

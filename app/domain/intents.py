@@ -55,15 +55,29 @@ _RULES: list[tuple[Intent, re.Pattern[str]]] = [
 
 
 def classify(question: str, merchants: Iterable[str] = ()) -> Intent:
-    text = question.lower()
-    for intent, pattern in _RULES:
-        if intent == "charge" and any(m and m.lower() in text for m in merchants):
-            return "charge"
-        if pattern.search(text):
-            return intent
-    if any(m and m.lower() in text for m in merchants):
+    intent, labels_matter = provisional(question)
+    if labels_matter and any(key in question.lower() for key in label_keys(merchants)):
         return "charge"
-    return "out_of_scope"
+    return intent
+
+
+def provisional(question: str) -> tuple[Intent, bool]:
+    """The intent as far as the question alone decides it, and whether it could still change with
+    the statement's labels: from the charge rule on, a question naming a merchant or fee is "charge"
+    (so "What is City Gym?" is, and "Why is my bill higher? City Gym?" too)."""
+    text = question.lower()
+    past_charge = False
+    for intent, pattern in _RULES:
+        past_charge = past_charge or intent == "charge"
+        if pattern.search(text):
+            return intent, past_charge and intent != "charge"
+    return "out_of_scope", True
+
+
+def label_keys(labels: Iterable[str]) -> list[str]:
+    """The labels as a question is searched for them: lowercase, the empty ones left out. Stored with
+    a cached answer, so that the statement that serves it can tell the same (app/answers/cache.py)."""
+    return sorted({label.lower() for label in labels if label})
 
 
 def mentioned(question: str, labels: Iterable[str]) -> set[str]:

@@ -138,7 +138,7 @@ async def test_an_agent_asks_and_reads_the_answers_waterfall(
     await expect(waterfall).to_be_visible()
     rows = waterfall.locator("tbody tr")
     stages = [await rows.nth(i).get_attribute("data-stage") for i in range(await rows.count())]
-    assert {"auth", "admission", "db", "facts", "cache", "prompt", "engine", "queue", "ttft", "decode"} <= set(stages)
+    assert {"auth", "admission", "db", "facts", "prompt", "engine", "queue", "ttft", "decode"} <= set(stages)
     bars = waterfall.locator("rect.bar")
     await expect(bars).to_have_count(len(stages))
     for i in range(len(stages)):

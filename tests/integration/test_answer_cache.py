@@ -101,8 +101,8 @@ async def test_a_miss_caches_the_canonical_answer_which_the_next_question_gets(
     assert (first["source"], first["explanation"]) == ("model", "Your statement is not paid yet, not overdue.")
     again = await ask(llm, bank, statement_period_end="2026-10-31", question="Why did my bill go up?")
     assert (again["source"], again["explanation"]) == ("cache", SHOWN)
-    assert "cache" in again["timings_ms"]
-    assert "engine" not in again["timings_ms"]
+    # Found and audited with the records' read: neither facts worked out, nor the engine asked.
+    assert set(again["timings_ms"]) == {"auth", "admission", "db", "total"}
     # Three audited answers: the customer's, the canonical one at batch level, and the cached one,
     # which repeats the canonical answer's id.
     rows = await audit_rows(engine, bank)
@@ -177,6 +177,57 @@ async def test_other_dates_templates_models_and_fallbacks_miss(
             .all()
         )
     assert intents == ["bill_change"]
+
+
+async def test_a_hit_is_served_only_to_the_question_statement_and_customer_it_fits(
+    llm: Any, bank: Any, engine: AsyncEngine
+) -> None:
+    assert (await ask(llm, bank))["source"] == "model"  # the miss fills the cache for October
+    # A bill-change question naming something the statement does not hold is still one...
+    unrelated = await ask(llm, bank, question="Why is my bill higher, is it my Spotify subscription?")
+    assert (unrelated["intent"], unrelated["source"]) == ("bill_change", "cache")
+    # ...naming one of its merchants makes it a question about that charge: never the cached answer.
+    named = await ask(llm, bank, question="Why is my bill higher, is it City Gym?")
+    assert (named["intent"], named["source"]) == ("charge", "model")
+    # No statement ends on the day asked about: not found, not the answer about the one before it.
+    r = await llm.post(
+        "/v1/explanations",
+        json={**Q, "statement_period_end": "2026-11-05"},
+        headers={"Authorization": f"Bearer {bank.key}"},
+    )
+    assert (r.status_code, r.json()["message"]) == (404, "account 'A-1' has no statement ending on 2026-11-05")
+    rows = await audit_rows(engine, bank)
+    assert [r.source for r in rows] == ["model", "model", "cache", "model"]  # each answer audited once
+    assert rows[2].question == "Why is my bill higher, is it my Spotify subscription?"
+
+
+async def test_a_chat_hit_shows_the_facts_first_and_only_to_the_accounts_customer(
+    database_url: str, fake_sglang: RunningFake, make_tenant: Any, load: Any, engine: AsyncEngine
+) -> None:
+    fake_sglang.fake.default = Script(text=json.dumps({"answer": GOOD}))
+    tenant = await make_tenant()
+    await load(document(tenant.slug, [customer(), customer("C-2002", accounts=[account("B-1")])]))
+    async with client_for(database_url, fake_sglang) as client:
+        await ask(client, tenant)  # fills the cache for A-1's October statement
+
+        async def chat(customer_ref: str) -> Any:
+            session = await client.post(
+                "/v1/sessions", json={"customer_ref": customer_ref}, headers={"Authorization": f"Bearer {tenant.key}"}
+            )
+            token = session.json()["token"]
+            body = {k: v for k, v in Q.items() if k != "statement_period_end"}  # the latest: October's
+            return await client.post("/v1/chat", json=body, headers={"Authorization": f"Bearer {token}"})
+
+        other = await chat("C-2002")
+        assert other.status_code == 404  # Bo's session never reads Ann's account, cached or not
+        own = await chat("C-1001")
+    assert own.status_code == 200
+    sent = [line.removeprefix("event: ") for line in own.text.splitlines() if line.startswith("event: ")]
+    data = [json.loads(line.removeprefix("data: ")) for line in own.text.splitlines() if line.startswith("data: ")]
+    assert sent == ["facts", "delta", "final"]
+    assert data[0]["display"]["difference"] == "+12.00 EUR"
+    assert (data[1]["text"], data[2]["source"]) == (SHOWN, "cache")
+    assert [r.channel for r in await audit_rows(engine, tenant)] == ["api", "batch", "widget"]
 
 
 async def test_cache_entries_never_cross_tenants(llm: Any, make_tenant: Any, load: Any) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.intents import CANONICAL_QUESTIONS, classify, mentioned
+from app.domain.intents import CANONICAL_QUESTIONS, classify, label_keys, mentioned, provisional
 
 
 @pytest.mark.parametrize(
@@ -30,6 +30,32 @@ from app.domain.intents import CANONICAL_QUESTIONS, classify, mentioned
 )
 def test_classify(question: str, intent: str) -> None:
     assert classify(question, ["City Gym", "FreshMart"]) == intent
+
+
+@pytest.mark.parametrize(
+    ("question", "decided", "naming_a_label"),
+    [
+        ("Did my payment arrive? City Gym?", "payment", "payment"),  # decided before the labels
+        ("Why was I charged interest by City Gym?", "fees_interest", "fees_interest"),
+        ("What is this charge?", "charge", "charge"),
+        ("Please increase my credit limit at City Gym", "out_of_scope", "out_of_scope"),
+        ("Why is my bill higher? Is it City Gym?", "bill_change", "charge"),  # the labels decide
+        ("Tell me about City Gym", "out_of_scope", "charge"),
+        ("为什么这个月账单多了？是健身房吗？", "bill_change", "charge"),
+    ],
+)
+def test_provisional_says_when_the_labels_can_still_change_the_intent(
+    question: str, decided: str, naming_a_label: str
+) -> None:
+    """The answer cache is looked up before the statement's labels are read (app/data/history.py)."""
+    intent, labels_matter = provisional(question)
+    assert (intent, labels_matter) == (decided, decided != naming_a_label)
+    assert classify(question) == decided
+    assert classify(question, ["City Gym", "健身房"]) == naming_a_label
+
+
+def test_label_keys_are_lowercase_distinct_and_never_empty() -> None:
+    assert label_keys(["City Gym", "city gym", "", "Late fee"]) == ["city gym", "late fee"]
 
 
 def test_mentioned_labels() -> None:
