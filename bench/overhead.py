@@ -22,6 +22,8 @@ on a random account, as of a fixed date. The paths:
 Per path and rate: achieved requests/s, P50/P90/P99 latency and the server process's CPU time
 (utime + stime from /proc/<pid>/stat, before and after the rate) per request handled (answered or
 refused with 503); then the ratios.
+Last, the floor under every statement the service runs: a trivial Postgres round trip back to back,
+and spaced as the requests at each rate (each one then wakes a sleeping process, twice).
 Before each path's load, every account is asked once and the answers' sources are counted (that
 they are what the path claims) and the server warmed up.
 """
@@ -33,8 +35,10 @@ import asyncio
 import contextlib
 import multiprocessing
 import os
+import random
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,10 +46,13 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import asyncpg
 import msgspec
 import uvloop
 
+from app.data.database import asyncpg_dsn
 from app.replay.http import Pool, post
+from app.replay.stats import percentile
 from bench.common import demo_database, service_process
 from bench.loadgen import Result, open_loop
 from bench.stacks import shares, table
@@ -197,6 +204,26 @@ def _engine_alone(engine: FakeEngine, rates: list[float], duration: float) -> li
     return rows
 
 
+async def _round_trips(database_url: str, rates: list[float], n: int = 300) -> dict[float, float]:
+    """The floor under every statement on this machine: the median round trip of `SELECT 1` on one
+    connection, back to back (key 0) and spaced as the bench's requests at each rate (Poisson). A
+    process that sleeps between requests is woken for each (a VM's idle vCPU wakes slowly)."""
+    conn = await asyncpg.connect(asyncpg_dsn(database_url))
+    rng = random.Random(1)
+    medians = {}
+    for rate in [0.0, *rates]:
+        took = []
+        for _ in range(n):
+            if rate:
+                await asyncio.sleep(rng.expovariate(rate))
+            began = time.perf_counter()
+            await conn.fetchval("SELECT 1")
+            took.append((time.perf_counter() - began) * 1000)
+        medians[rate] = percentile(took, 50)
+    await conn.close()
+    return medians
+
+
 def _py_spy(pid: int, duration: float, out: Path) -> subprocess.Popen[bytes]:
     """`py-spy record` on the server (pip install py-spy: a measuring tool, not a dependency)."""
     command = ["py-spy", "record", "--pid", str(pid), "--rate", "250", "--duration", str(int(duration)),
@@ -236,8 +263,11 @@ def main(argv: list[str] | None = None) -> None:
             precompute(url, engine)
             with service_process(url, engine.env) as (port, pid):
                 rows += _drive("cache hit", port, pid, key, refs, rates, args.duration, args.profile)
+        floor = uvloop.run(_round_trips(url, rates))
 
     _report(rows, rates, refs, args.duration)
+    print("a Postgres round trip (SELECT 1, one connection), median: back to back "
+          f"{floor[0.0]:.3f} ms; " + ", ".join(f"at {r:.0f}/s spacing {floor[r]:.3f} ms" for r in rates))  # fmt: skip
 
 
 def _report(rows: list[Row], rates: list[float], refs: list[str], duration: float) -> None:

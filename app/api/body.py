@@ -1,11 +1,13 @@
 """What every JSON route asks of a request before its handler sees it, and the checks of refs that
 arrive outside a JSON body (path and query parameters).
 
-`json_body`, a guard on each JSON route: the body must be sent as `Content-Type: application/json`
-(415 otherwise), valid UTF-8 and well-formed JSON no deeper than MAX_DEPTH (400 otherwise, with a
-message). The body is decoded once here and handed on to Litestar, which would otherwise turn an
-invalid byte (UnicodeDecodeError) or a 100,000-deep nesting (RecursionError) into a 500. Bodies over
-MAX_BODY_BYTES are refused with 413 by Litestar itself (`request_max_body_size`, app/api/app.py).
+`json_body`, each JSON route's `before_request` hook (it runs before the dependencies, as a guard
+would, without the copy of the route handler Litestar makes for each guard call): the body must be
+sent as `Content-Type: application/json` (415 otherwise), valid UTF-8 and well-formed JSON no deeper
+than MAX_DEPTH (400 otherwise, with a message). The body is decoded once here and handed on to
+Litestar, which would otherwise turn an invalid byte (UnicodeDecodeError) or a 100,000-deep nesting
+(RecursionError) into a 500. Bodies over MAX_BODY_BYTES are refused with 413 by Litestar itself
+(`request_max_body_size`, app/api/app.py).
 """
 
 from __future__ import annotations
@@ -15,9 +17,7 @@ from typing import Any
 
 import msgspec
 from litestar import Request
-from litestar.connection import ASGIConnection
 from litestar.exceptions import ClientException, ValidationException
-from litestar.handlers.base import BaseRouteHandler
 from litestar.status_codes import HTTP_415_UNSUPPORTED_MEDIA_TYPE
 from litestar.utils.scope.state import ScopeState
 
@@ -59,19 +59,18 @@ def decode_json_body(body: bytes) -> Any:
     return value
 
 
-async def json_body(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
-    """Guard for routes that take a JSON body."""
-    media_type = connection.headers.get("content-type", "").partition(";")[0].strip().lower()
+async def json_body(request: Request[Any, Any, Any]) -> None:
+    """Before the handler of a route that takes a JSON body."""
+    media_type = request.headers.get("content-type", "").partition(";")[0].strip().lower()
     if media_type != "application/json":
         sent = f"Content-Type {media_type!r}" if media_type else "no Content-Type"
         raise ClientException(
             f"this route takes a JSON body sent as Content-Type: application/json, not {sent}",
             status_code=HTTP_415_UNSUPPORTED_MEDIA_TYPE,
         )
-    assert isinstance(connection, Request)
-    value = decode_json_body(await connection.body())
+    value = decode_json_body(await request.body())
     # What Request.json() would have decoded (no type decoders are configured): kept, not decoded again.
-    ScopeState.from_scope(connection.scope).json = value
+    ScopeState.from_scope(request.scope).json = value
 
 
 def refuse_control_characters(name: str, value: str) -> None:

@@ -32,7 +32,7 @@ class ChatController(Controller):
     @post(
         "",
         status_code=200,
-        guards=[json_body],
+        before_request=json_body,
         media_type="text/event-stream",
         summary="Ask about one of the customer's accounts; the answer streams as events",
         **CHAT_ROUTE,

@@ -94,7 +94,7 @@ class SessionController(Controller):
     @post(
         "",
         status_code=201,
-        guards=[json_body],
+        before_request=json_body,
         summary="A short-lived chat token for one customer (called by the bank's backend)",
         **SESSION_ROUTE,
     )

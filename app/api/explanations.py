@@ -27,7 +27,7 @@ class ExplanationController(Controller):
     @post(
         "",
         status_code=200,
-        guards=[json_body],
+        before_request=json_body,
         summary="Explain a statement: exact totals, drivers, payment status and a text in the customer's language",
         **EXPLANATION_ROUTE,
     )

@@ -39,7 +39,7 @@ class JobController(Controller):
     @post(
         "/v1/explanations:batch",
         status_code=202,
-        guards=[json_body],
+        before_request=json_body,
         summary="Submit up to 1,000 explanations as one job",
         **BATCH_ROUTE,
     )
