@@ -1,7 +1,7 @@
 """The answer service: the straight line from a question to an audited answer.
 
-admission -> records -> facts -> intent -> answer cache -> deterministic text -> prompt -> engine ->
-validation -> cache -> audit
+admission -> records, or a cached answer (found and audited by the same statement) -> facts -> intent
+-> deterministic text -> prompt -> engine -> validation -> cache -> audit
 
 Built once per process (the app's lifespan, the CLI, the batch worker) around the collaborators
 that outlive a request: the database, the engine, the admission scheduler and the settings.

@@ -56,7 +56,8 @@ _RULES: list[tuple[Intent, re.Pattern[str]]] = [
 
 def classify(question: str, merchants: Iterable[str] = ()) -> Intent:
     intent, labels_matter = provisional(question)
-    if labels_matter and any(key in question.lower() for key in label_keys(merchants)):
+    text = question.lower()
+    if labels_matter and any(key in text for key in label_keys(merchants)):
         return "charge"
     return intent
 
