@@ -204,7 +204,7 @@ def _engine_alone(engine: FakeEngine, rates: list[float], duration: float) -> li
     return rows
 
 
-async def _round_trips(database_url: str, rates: list[float], n: int = 300) -> dict[float, float]:
+async def _round_trips(database_url: str, rates: list[float]) -> dict[float, float]:
     """The floor under every statement on this machine: the median round trip of `SELECT 1` on one
     connection, back to back (key 0) and spaced as the bench's requests at each rate (Poisson). A
     process that sleeps between requests is woken for each (a VM's idle vCPU wakes slowly)."""
@@ -213,7 +213,7 @@ async def _round_trips(database_url: str, rates: list[float], n: int = 300) -> d
     medians = {}
     for rate in [0.0, *rates]:
         took = []
-        for _ in range(n):
+        for _ in range(min(300, max(50, int(rate * 3))) if rate else 300):  # a few seconds a rate
             if rate:
                 await asyncio.sleep(rng.expovariate(rate))
             began = time.perf_counter()
