@@ -203,10 +203,12 @@ class AnswerService:
     def _lookup(self, ask: Ask) -> Lookup | None:
         """What the answer cache is asked, if the question may have a cached answer: a validated model
         answer to the intent's canonical question about the same data, template and engine."""
-        intent, labels_matter = provisional(ask.request.question)
-        if self.llm is None or not ask.use_cache or intent not in CACHEABLE_INTENTS:
+        if self.llm is None or not ask.use_cache:
             return None
         question, stopwatch = ask.request.question, ask.stopwatch
+        intent, labels_matter = provisional(question)
+        if intent not in CACHEABLE_INTENTS:
+            return None
         return Lookup(
             intent=intent,
             locale=ask.request.locale,
@@ -215,7 +217,6 @@ class AnswerService:
             customer_ref=ask.customer_ref,
             labels_matter=labels_matter,
             question=question,
-            searched=question.lower(),
             audit_id=ask.audit_id,
             channel=ask.channel,
             # The hit's audit row is written before the statement ends: it holds the stages up to it.

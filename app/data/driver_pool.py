@@ -1,5 +1,5 @@
-"""The answer path's own asyncpg connections, for the statements every answer runs: its history (with
-the cached answers) and its audit row (app/answers/service.py).
+"""The answer path's own asyncpg connections, for the statements every answer runs: its history (or
+its cached answer, audited by the same statement) and its audit row (app/answers/service.py).
 
 SQLAlchemy's pool checks a connection out and back in through a greenlet each time, with its events
 and bookkeeping: 0.15–0.4 ms of CPU per answer for the two checkouts, about a tenth of a model

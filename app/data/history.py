@@ -66,13 +66,14 @@ json_build_object(
 )::text"""
 _HISTORY_SQL = f"WITH {_CTES}\nSELECT {_HISTORY}\nFROM acct"
 
-# With a Lookup ($5–$16, in its field order): first the answer cached under the whole key
-# (app/answers/cache.py) for the statement asked about — the latest, or exactly the one named — at
-# its data version, of the chat widget's customer when one asks, unless the question names one of
-# the statement's labels where that makes it a charge question (strpos is `classify`'s `in` on the
-# lowercased question). A hit is audited by this statement (committed, synchronously, as it ends):
-# the row repeats the cached answer with its source and this request's timings; the history, which
-# the hit does not need, is then not read (a CASE evaluates its subqueries only when reached).
+# With a Lookup ($5–$15 in its field order, $16 its question lowercased as `classify` searches it):
+# first the answer cached under the whole key (app/answers/cache.py) for the statement asked about
+# — the latest, or exactly the one named — at its data version, of the chat widget's customer when
+# one asks, unless the question names one of the statement's labels where that makes it a charge
+# question (strpos is `classify`'s `in`). A hit is audited by this statement (committed,
+# synchronously, as it ends): the row repeats the cached answer with its source and this request's
+# timings; the history, which the hit does not need, is then not read (a CASE evaluates its
+# subqueries only when reached).
 _HISTORY_OR_HIT_SQL = f"""
 WITH {_CTES},
 hit AS (
@@ -92,15 +93,15 @@ hit AS (
      AND c.engine_profile = $8 AND c.as_of = CAST($4 AS date)
     WHERE (CAST($9 AS text) IS NULL OR acct.customer_ref = $9)
       AND (CAST($3 AS date) IS NULL OR s.period_end = $3)
-      AND NOT ($10 AND EXISTS (SELECT FROM unnest(c.labels) AS label WHERE strpos($12, label) > 0))
+      AND NOT ($10 AND EXISTS (SELECT FROM unnest(c.labels) AS label WHERE strpos($16, label) > 0))
 ),
 served AS (
     INSERT INTO answers (id, tenant_id, account_id, statement_id, channel, question, locale, answer, source,
                          intent, prompt_version, model, usage, fallback_reason, timings, stage_starts)
-    SELECT $13, $1, hit.account_id, hit.statement_id, $14, $11, hit.locale,
-           hit.answer || jsonb_build_object('source', 'cache', 'timings_ms', CAST(CAST($15 AS text) AS jsonb)),
+    SELECT $12, $1, hit.account_id, hit.statement_id, $13, $11, hit.locale,
+           hit.answer || jsonb_build_object('source', 'cache', 'timings_ms', CAST(CAST($14 AS text) AS jsonb)),
            'cache', $5, $7, hit.answer ->> 'model', NULLIF(hit.answer -> 'usage', 'null'), NULL,
-           CAST(CAST($15 AS text) AS jsonb), CAST(CAST($16 AS text) AS jsonb)
+           CAST(CAST($14 AS text) AS jsonb), CAST(CAST($15 AS text) AS jsonb)
     FROM hit
     RETURNING answer
 )
@@ -123,7 +124,6 @@ class Lookup(msgspec.Struct, frozen=True, kw_only=True):
     customer_ref: str | None  # only this customer's accounts (the chat widget's token)
     labels_matter: bool  # the question is a charge question if it names one of the statement's labels
     question: str
-    searched: str  # the question lowercased, as `classify` searches it
     audit_id: uuid.UUID
     channel: Channel
     timings: str  # JSON, as the audit row keeps them
@@ -151,7 +151,13 @@ async def load_records(
         row = await conn.fetchrow(_HISTORY_SQL, tenant_id, account_ref, period_end, as_of)
     else:
         row = await conn.fetchrow(
-            _HISTORY_OR_HIT_SQL, tenant_id, account_ref, period_end, as_of, *msgspec.structs.astuple(lookup)
+            _HISTORY_OR_HIT_SQL,
+            tenant_id,
+            account_ref,
+            period_end,
+            as_of,
+            *msgspec.structs.astuple(lookup),
+            lookup.question.lower(),
         )
     if row is None:
         return None
