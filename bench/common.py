@@ -61,7 +61,7 @@ def demo_database() -> Iterator[tuple[str, str, list[str]]]:
         asyncio.run(_admin(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -77,13 +77,16 @@ def service(database_url: str, env: dict[str, str]) -> Iterator[int]:
 @contextmanager
 def service_process(database_url: str, env: dict[str, str], workers: int = 1) -> Iterator[tuple[int, int]]:
     """As `service`, yielding its port and process id (to read its CPU time from /proc)."""
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--port", str(port), "--workers", str(workers)],
-        env={**os.environ, "DATABASE_URL": database_url, **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    port = free_port()
+    command = [sys.executable, "-m", "app", "serve", "--port", str(port), "--workers", str(workers)]
+    with ready_process(command, port, {"DATABASE_URL": database_url, **env}) as pid:
+        yield port, pid
+
+
+@contextmanager
+def ready_process(command: list[str], port: int, env: dict[str, str]) -> Iterator[int]:
+    """A server process with extra environment, from when GET /ready on its port answers 200; its pid."""
+    process = subprocess.Popen(command, env={**os.environ, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -93,9 +96,9 @@ def service_process(database_url: str, env: dict[str, str], workers: int = 1) ->
                         break
             except OSError:
                 if time.monotonic() > deadline or process.poll() is not None:
-                    raise RuntimeError("the service did not become ready") from None
+                    raise RuntimeError(f"{' '.join(command[2:4])} did not become ready") from None
                 time.sleep(0.2)
-        yield port, process.pid
+        yield process.pid
     finally:
         process.terminate()
         process.wait(30)

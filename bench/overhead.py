@@ -1,6 +1,6 @@
 """The service's own cost around the engine: the model's answer, the engine off, a cache hit, side by side.
 
-    ./scripts/dev bench overhead [--rates 10,50,100,200] [--duration 10] [--paths model,engine-off,cache-hit]
+    ./scripts/dev bench overhead [--rates 10,50,100,200] [--duration 10] [--paths model,engine-off,cache-hit,floor]
 
 One scratch copy of the demo bank; `bill-assistant serve` in its own process, once per path, each
 driven open loop (Poisson) on POST /v1/explanations with the same requests: a bill-change question
@@ -18,6 +18,10 @@ on a random account, as of a fixed date. The paths:
   service sent it, at the same rates: the engine's own latency, which the model path's includes. The
   model path's P50 less the engine's is what the service adds over it (the P99s are printed side
   by side: percentiles of two runs do not subtract).
+- floor: the same requests to apps that do nothing of the service's own (bench/floor_app.py), under
+  the same uvicorn settings: the HTTP server alone ("http"), with one durable write as every answer
+  makes ("write": an INSERT committed synchronously), and that write in a bare Litestar route
+  ("litestar"). The cache hit's P50 less the write's is what the service's own code adds to it.
 
 Per path and rate: achieved requests/s, P50/P90/P99 latency and the server process's CPU time
 (utime + stime from /proc/<pid>/stat, before and after the rate) per request handled (answered or
@@ -40,7 +44,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -53,7 +57,7 @@ import uvloop
 from app.data.database import asyncpg_dsn
 from app.replay.http import Pool, post
 from app.replay.stats import percentile
-from bench.common import demo_database, service_process
+from bench.common import demo_database, free_port, ready_process, service_process
 from bench.loadgen import Result, open_loop
 from bench.stacks import shares, table
 
@@ -62,6 +66,7 @@ QUESTION = "Why is my bill higher than last month?"
 MODEL_ANSWER = '{"answer": "Your new balance is {new_balance}."}'
 QUIET = {"LOG_LEVEL": "WARNING"}
 ENGINE_ALONE = "engine"  # the fake engine without the service (its CPU: the fake's process)
+FLOORS = ("http", "write", "litestar")  # bench/floor_app.py
 
 
 def _fake_engine(conn: Connection) -> None:
@@ -169,11 +174,24 @@ def _drive(
 ) -> list[Row]:
     sources = asyncio.run(_sources(port, key, refs))
     print(f"{name}: {len(refs)} accounts asked once, answers by source: {dict(Counter(sources.values()))}", flush=True)
+    return _load(name, port, pid, _requests(port, key, refs), rates, duration, profile)
+
+
+def _requests(port: int, key: str, refs: list[str]) -> Callable[[int], bytes]:
+    """The i-th request of a run: the same sequence of accounts on every path."""
     ordered = sorted(refs)
+    return lambda i: _request(port, key, ordered[(i * 7919) % len(ordered)])
 
-    def make_request(i: int) -> bytes:
-        return _request(port, key, ordered[(i * 7919) % len(ordered)])
 
+def _load(
+    name: str,
+    port: int,
+    pid: int,
+    make_request: Callable[[int], bytes],
+    rates: list[float],
+    duration: float,
+    profile: Path | None = None,
+) -> list[Row]:
     uvloop.run(open_loop("127.0.0.1", port, 50, 3, make_request))  # warm-up
     rows = []
     for rate in rates:
@@ -201,6 +219,19 @@ def _engine_alone(engine: FakeEngine, rates: list[float], duration: float) -> li
         before = _cpu_s(engine.pid)
         r = uvloop.run(open_loop(host, port, rate, duration, lambda _: raw))
         rows.append(Row(ENGINE_ALONE, rate, r, _per_request(_cpu_s(engine.pid) - before, r)))
+    return rows
+
+
+def _floors(database_url: str, key: str, refs: list[str], rates: list[float], duration: float) -> list[Row]:
+    """The same requests, at the same rates, to apps that do nothing of the service's own
+    (bench/floor_app.py): the HTTP server alone, and with the one durable write every answer makes."""
+    rows = []
+    for floor in FLOORS:
+        port = free_port()
+        command = [sys.executable, "-m", "uvicorn", "bench.floor_app:app", "--port", str(port), "--loop", "uvloop",
+                   "--http", "httptools", "--no-access-log", "--log-level", "warning"]  # fmt: skip
+        with ready_process(command, port, {"FLOOR": floor, "DATABASE_URL": database_url}) as pid:
+            rows += _load(f"floor {floor}", port, pid, _requests(port, key, refs), rates, duration)
     return rows
 
 
@@ -236,10 +267,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rates", default="10,50,100,200", help="offered requests/s, comma-separated")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per rate")
     parser.add_argument("--profile", type=Path, help="a folder: profile each path's first rate with py-spy into it")
-    parser.add_argument("--paths", default="model,engine-off,cache-hit", help="which paths, comma-separated")
+    parser.add_argument("--paths", default="model,engine-off,cache-hit,floor", help="which paths, comma-separated")
     args = parser.parse_args(argv)
     paths = set(args.paths.split(","))
-    if not paths <= {"model", "engine-off", "cache-hit"}:
+    if not paths <= {"model", "engine-off", "cache-hit", "floor"}:
         parser.error(f"unknown path in --paths: {args.paths}")
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
@@ -263,6 +294,8 @@ def main(argv: list[str] | None = None) -> None:
             precompute(url, engine)
             with service_process(url, engine.env) as (port, pid):
                 rows += _drive("cache hit", port, pid, key, refs, rates, args.duration, args.profile)
+        if "floor" in paths:
+            rows += _floors(url, key, refs, rates, args.duration)
         floor = uvloop.run(_round_trips(url, rates))
 
     _report(rows, rates, refs, args.duration)
@@ -274,11 +307,11 @@ def _report(rows: list[Row], rates: list[float], refs: list[str], duration: floa
     print(f"POST /v1/explanations, open loop (Poisson), {len(refs)} accounts, {duration:.0f} s per rate, "
           f"{os.cpu_count()} cores, server, load generator and fake engine on the same machine")  # fmt: skip
     columns = ("offered/s", "achieved/s", "P50 ms", "P90 ms", "P99 ms", "CPU ms/req", "errors")
-    print(f"{'path':<11} " + " ".join(f"{c:>10}" for c in columns))
+    print(f"{'path':<14} " + " ".join(f"{c:>10}" for c in columns))
     for row in rows:
         r = row.result
         errors = sum(r.errors.values())
-        print(f"{row.path:<11} {row.rate:>10.0f} {r.throughput:>10.1f} {r.percentile(50):>10.2f} "
+        print(f"{row.path:<14} {row.rate:>10.0f} {r.throughput:>10.1f} {r.percentile(50):>10.2f} "
               f"{r.percentile(90):>10.2f} {r.percentile(99):>10.2f} {row.cpu_ms_per_request:>10.2f} "
               f"{errors:>10}" + (f"  {r.errors}" if errors else ""))  # fmt: skip
     by = {(row.path, row.rate): row for row in rows}
@@ -293,3 +326,8 @@ def _report(rows: list[Row], rates: list[float], refs: list[str], duration: floa
         print(f"at {rate:.0f}/s: CPU/request model / engine off {_cpu(model) / _cpu(off):.2f}x, "
               f"cache hit / engine off {_cpu(hit) / _cpu(off):.2f}x; P50 cache hit / model "
               f"{_p50(hit) / _p50(model):.2f}x, model / engine off {_p50(model) / _p50(off):.2f}x")  # fmt: skip
+    for rate in rates if {"cache hit", "floor write"} <= {row.path for row in rows} else []:
+        hit, write = by["cache hit", rate], by["floor write", rate]
+        floors = ", ".join(f"{f} {_p50(by[f'floor {f}', rate]):.2f}" for f in FLOORS)
+        print(f"at {rate:.0f}/s: the cache hit's P50 over the floor with its one durable write "
+              f"{_p50(hit) - _p50(write):.2f} ms (P50 ms: {floors})")  # fmt: skip
