@@ -8,7 +8,9 @@ fake engine and Postgres, so its CPU per request moves by ±10 % from run to run
 what the app's own code costs — routing, auth, the history query, facts, prompt, engine client,
 validation, the audit row — with the same requests and paths (the fake SGLang server, in its own
 process, as a zero-latency engine; Postgres as always), and is steady enough to tell a change of a
-few per cent. Per path: CPU ms (this process's user + system time) and wall ms per request; with
+few per cent. Each path asks, after one warm-up request per account, only the accounts whose answer
+comes from where the path says (the fake answers in English: the zh-CN accounts' model answers fall
+back, and are never cached). Per path: CPU ms (this process's user + system time) and wall ms per request; with
 `--profile`, a cProfile of each path (`python -m pstats DIR/<path>.prof`).
 """
 
@@ -30,6 +32,8 @@ from app.api.app import create_app
 from app.settings import Settings
 from bench.common import demo_database
 from bench.overhead import AS_OF, QUESTION, QUIET, fake_engine, precompute
+
+SOURCES = {"model": "model", "engine-off": "fallback", "cache-hit": "cache"}  # where each path's answers come from
 
 
 async def _call(app: Any, body: bytes, headers: list[tuple[bytes, bytes]]) -> tuple[int, bytes]:
@@ -58,8 +62,9 @@ async def _call(app: Any, body: bytes, headers: list[tuple[bytes, bytes]]) -> tu
 
 
 async def _measure(
-    app: Any, key: str, refs: list[str], requests: int, profile: Path | None
+    app: Any, key: str, refs: list[str], source: str, requests: int, profile: Path | None
 ) -> tuple[float, float, dict[str, str]]:
+    """CPU and wall ms per request, asking only the accounts whose answer comes from `source`."""
     auth = [(b"authorization", f"Bearer {key}".encode())]
 
     def body(ref: str) -> bytes:
@@ -70,6 +75,8 @@ async def _measure(
         for ref in refs:  # each account once: warm-up, and where the answers come from
             status, reply = await _call(app, body(ref), auth)
             sources[ref] = str(msgspec.json.decode(reply)["source"]) if status == 200 else f"http {status}"
+        # The fake answers in English: the zh-CN accounts' model answers fall back, and are not cached.
+        refs = [ref for ref in refs if sources[ref] == source]
         profiler = cProfile.Profile() if profile else None
         cpu, wall = time.process_time(), time.perf_counter()
         if profiler:
@@ -106,12 +113,10 @@ def main(argv: list[str] | None = None) -> None:
                 precompute(url, engine)
             app = create_app(Settings.from_env({**os.environ, **env[path]}), url)
             profile = args.profile / f"{path}.prof" if args.profile else None
-            cpu, wall, sources = uvloop.run(_measure(app, key, refs, args.requests, profile))
+            cpu, wall, sources = uvloop.run(_measure(app, key, refs, SOURCES[path], args.requests, profile))
             print(f"{path}: {len(refs)} accounts asked once, answers by source: "
-                  f"{dict(Counter(sources.values()))}", flush=True)  # fmt: skip
+                  f"{dict(Counter(sources.values()))}; the {SOURCES[path]!r} ones measured", flush=True)  # fmt: skip
             rows.append((path, cpu, wall))
-            if path == "model":  # from here on, as in `bench overhead`: the accounts whose model answer validates
-                refs = [ref for ref in refs if sources[ref] == "model"]
 
     print(f"POST /v1/explanations in process (ASGI, no network), one at a time, {args.requests} requests per path"
           + (", under cProfile" if args.profile else ""))  # fmt: skip
