@@ -3,7 +3,8 @@ any code of its own runs, under the same uvicorn settings as `bill-assistant ser
 
     FLOOR=http|write|litestar DATABASE_URL=... python -m uvicorn bench.floor_app:app --loop uvloop --http httptools
 
-Every variant answers any request with the same JSON body, the size of an answer:
+Every variant answers POST /v1/explanations (the raw ones any request) with the same JSON body, the size
+of an answer:
 - http: nothing else (the HTTP server and the ASGI interface);
 - write: after one durable write, as every answered request leaves its audit row (an INSERT on a
   pooled asyncpg connection, committed synchronously: one round trip and one WAL flush);
@@ -57,7 +58,7 @@ async def _asgi(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": BODY})
 
 
-@post(["/", "/{path:path}"], status_code=200)
+@post("/v1/explanations", status_code=200)
 async def _handler(data: dict[str, Any]) -> Response[bytes]:
     await _write()
     return Response(BODY, media_type="application/json")
