@@ -1,7 +1,7 @@
 """Renders the Jinja templates in prompts/: model prompts (static part first) and the deterministic answers.
 
-A model prompt is: global instructions -> tenant policy -> output format and an example (all in the
-system message, identical for every customer of a tenant and locale) -> FACTS -> the question. So
+A model prompt is: what to plan -> tenant policy -> output format and examples (all in the system
+message, identical for every customer of a tenant) -> FACTS -> the question. So
 the engine's prefix cache serves everything before FACTS. The prompt version is a hash of every
 template source: a changed template is a new version, in every response and audit row.
 """
@@ -18,6 +18,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from app.domain import formatting
 from app.domain.facts import BillFacts, Driver, Entry
+from app.domain.plan import sign_word
 from app.domain.policy import TenantPolicy
 from app.domain.slots import MAX_DRIVERS, Slot, change_percent, items, slots
 from app.domain.vocabulary import LOCALES, ChatTemplate, Intent, Locale, PromptLayout
@@ -28,7 +29,7 @@ FACTS_MARKER = "FACTS\n"
 # Chat templates of served model families, and the strings that end a turn in each.
 CHAT_STOPS: dict[ChatTemplate, list[str]] = {"chatml": ["<|im_end|>"], "gemma": ["<end_of_turn>"]}
 # Templates write one sentence per line; English sentences are joined by a space, Chinese by nothing.
-_JOINERS = {"en": " ", "zh-CN": ""}
+JOINERS = {"en": " ", "zh-CN": ""}
 TOP_DRIVERS = 3  # the deterministic answer names the largest drivers; the response lists all
 MAX_LABEL = 60  # merchant names and descriptions are untrusted text: short, one line
 
@@ -94,10 +95,21 @@ def _clean_driver(driver: Driver) -> Driver:
 
 
 @functools.lru_cache(maxsize=1024)
-def _system(policy: TenantPolicy, locale: str) -> str:
-    """The system message: instructions, the tenant's policy, the output format and an example. It
-    depends on nothing else, so each tenant and locale renders it once per process."""
-    return _env.get_template(f"answer/system.{locale}.j2").render(policy=policy).strip()
+def _system(policy: TenantPolicy) -> str:
+    """The system message: what the model plans, the tenant's policy, the output format and examples.
+    It depends on nothing else, so each tenant renders it once per process (and one prompt serves
+    every locale: the model plans claims, the service says them in the customer's language)."""
+    return _env.get_template("answer/system.j2").render(policy=policy).strip()
+
+
+def _start(intent: Intent, facts: BillFacts, focus: Iterable[int]) -> str:
+    """What FACTS tell the model to say first: the claim that answers the intent (app/domain/plan.py)."""
+    if intent == "bill_change":
+        return "change, then a driver" if facts.drivers and facts.difference else "change"
+    if intent == "charge":
+        named = [f"transaction {n}" for n in sorted(focus)]
+        return " or ".join(named) if named else "transaction or no_answer"
+    return "fees_interest" if intent == "fees_interest" else "payment_status"
 
 
 def render_prompt(
@@ -106,37 +118,38 @@ def render_prompt(
     intent: Intent,
     facts: BillFacts,
     question: str,
-    locale: str,
     chat_template: ChatTemplate,
+    focus: Iterable[int] = (),
     layout: PromptLayout = "static",
 ) -> RenderedPrompt:
-    if locale not in LOCALES:
-        raise ValueError(f"unsupported locale {locale!r}")
-    system = _system(policy, locale)
+    """The plan prompt. `focus`: the numbers of the transactions the question names."""
+    shown = [_clean(e) for e in items(facts)]
+    fees = [i for i, e in enumerate(shown, start=1) if e.kind in ("fee", "interest")]
     user = (
-        _env.get_template(f"answer/user.{locale}.j2")
+        _env.get_template("answer/user.j2")
         .render(
             facts=facts,
             intent=intent,
-            slots=set(slots(facts)),
             drivers=list(enumerate((_clean_driver(d) for d in facts.drivers[:MAX_DRIVERS]), start=1)),
             # Single transactions only where the question is about them: a shorter prompt prefills faster.
-            items=list(enumerate((_clean(e) for e in items(facts)), start=1))
-            if intent in ("charge", "fees_interest")
-            else [],
+            items=list(enumerate(shown, start=1)) if intent in ("charge", "fees_interest") else [],
+            fees=", ".join(f"transaction {n}" for n in fees) or "none",
+            start=_start(intent, facts, focus),
             question=question.replace("<<<", "").replace(">>>", "").strip(),
-            **_formatters(facts.currency, locale),
+            direction=sign_word,
+            **_formatters(facts.currency, "en"),
         )
         .strip()
     )
     if not user.startswith(FACTS_MARKER):
         raise ValueError("the user template must start with the FACTS block")
+    system = _system(policy)
     if layout == "dynamic":  # FACTS and question first: nothing is shared, for measurements only
         system, user = f"{user}\n\n{system}", "Answer."
     text = _env.get_template(f"chat/{chat_template}.j2").render(system=system, user=user)
     return RenderedPrompt(
         text=text,
-        static_prefix=text[: text.rindex(user)],  # the system prompt's example has a FACTS block too
+        static_prefix=text[: text.rindex(user)],  # the system prompt's examples have FACTS blocks too
         stop=CHAT_STOPS[chat_template],
         version=PROMPT_VERSION,
     )
@@ -164,7 +177,12 @@ def render_fallback(
         focus=[_clean(e) for e in facts.entries if e.label in wanted and e.kind != "payment"],
         **_formatters(facts.currency, locale),
     )
-    return _JOINERS[locale].join(line.strip() for line in text.splitlines() if line.strip())
+    return JOINERS[locale].join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def claim_wordings(locale: str) -> Any:
+    """The reviewed wordings of plan claims in this locale: prompts/claims.<locale>.j2's macros."""
+    return _env.get_template(f"claims.{locale}.j2").module
 
 
 def phrases(drivers: Iterable[Driver], status: str, locale: str) -> tuple[list[str], str]:
@@ -175,7 +193,7 @@ def phrases(drivers: Iterable[Driver], status: str, locale: str) -> tuple[list[s
 
 class SlotValues(Mapping[str, str]):
     """What each slot of these facts says to the customer, written for their locale: amounts as
-    positive figures (the words around them give the direction), dates, the status phrase, the
+    positive figures (the words around them give the direction; a balance in credit is negative), dates, the status phrase, the
     drivers' and transactions' descriptions with third-party names quoted. Each value is written
     when it is first asked for: an answer names two or three of the forty-odd slots."""
 
@@ -199,7 +217,9 @@ class SlotValues(Mapping[str, str]):
     def _write(self, slot: Slot) -> str:
         facts, locale = self.facts, self.locale
         if slot.kind == "money" and slot.money is not None:
-            return formatting.money(abs(slot.money), facts.currency, locale)
+            # A balance in credit keeps its sign; every other amount is said with its direction.
+            signed = slot.role in ("new_balance", "previous_balance")
+            return formatting.money(slot.money if signed else abs(slot.money), facts.currency, locale)
         if slot.kind == "date" and slot.day is not None:
             return formatting.day(slot.day, locale)
         if slot.kind == "percent":

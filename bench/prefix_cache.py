@@ -79,7 +79,7 @@ def _prompts(n: int) -> list[tuple[str, str]]:
         intent = classify(question, {e.label for e in facts.entries})
         intent = "bill_change" if intent == "out_of_scope" else intent
         rendered, dynamic = (
-            render_prompt(policy=policy, intent=intent, facts=facts, question=question, locale="en",
+            render_prompt(policy=policy, intent=intent, facts=facts, question=question,
                           chat_template="chatml", layout=layout)
             for layout in ("static", "dynamic")
         )  # fmt: skip

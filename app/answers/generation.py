@@ -1,38 +1,42 @@
-"""Asks the engine for a schema-constrained answer, streams its text, and reports what happened;
-engine failures and timeouts become reasons, never exceptions."""
+"""One generation unit: asks the engine for a plan, checks each claim as it arrives, says the
+accepted ones, and ends with exactly one Outcome.
+
+The engine writes `{"claims": [...]}` under a JSON schema enforced while decoding
+(app/domain/plan.py `plan_schema`). Each claim object is checked against the facts the moment it
+closes; the claims are said (app/answers/realize.py) once the plan holds what its intent needs, the
+lead first. A claim that fails stops everything: the engine request is aborted and the Outcome
+carries the reason, so the caller serves the deterministic answer instead. Engine failures and
+timeouts become reasons too, never exceptions."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator
 
 import msgspec
 
+from app.answers.plan_stream import ClaimSplitter
+from app.answers.realize import Realizer
 from app.answers.schemas import Usage
-from app.answers.streaming import AnswerTextDecoder
+from app.domain.plan import AnyClaim, Claim, Plan, PlanCheck, decode_claim, ordered, plan_grammar, plan_schema
 from app.domain.reasons import Reason
+from app.domain.slots import items
+from app.domain.vocabulary import Intent
 from app.errors import EngineError
 from app.inference.engine import Engine, Event, Finished, GenerationRequest, TextDelta
 from app.inference.scheduler import Drain
+from app.metrics import CACHED_TOKENS_BY, COMPLETION_TOKENS_BY, PROMPT_TOKENS_BY, SPEC_ACCEPT_RATE
 from app.prompts import RenderedPrompt
 from app.timing import Stopwatch
 
-# Bounded strings and no extra keys: a small model otherwise writes until the token limit.
-ANSWER_SCHEMA = {
-    "type": "object",
-    "properties": {"answer": {"type": "string", "minLength": 1, "maxLength": 400}},
-    "required": ["answer"],
-    "additionalProperties": False,
-}
-
-
-class ModelAnswer(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    answer: str
+ABORT_WAIT_S = 1.0  # how long an aborted engine request may take to report its tokens
 
 
 class Outcome(msgspec.Struct, frozen=True, kw_only=True):
-    text: str | None  # the model's answer, not yet validated; None when there is none
-    reason: Reason | None  # why there is none: engine_error, engine_timeout, invalid_json, truncated
+    text: str | None  # the accepted plan, said; None when there is none
+    reason: Reason | None  # why there is none: the engine's failure, or the check the plan failed
+    plan: list[AnyClaim] | None  # the claims the model wrote, as far as they could be read
     usage: Usage | None
     spec_accept_rate: float | None = None
 
@@ -49,21 +53,128 @@ class _Expired(Exception):
 _PRODUCERS: set[asyncio.Task[None]] = set()
 
 
-def answer_request(prompt: RenderedPrompt, *, request_id: str, priority: int, max_tokens: int) -> GenerationRequest:
+def plan_request(
+    prompt: RenderedPrompt, *, request_id: str, priority: int, max_tokens: int, intent: Intent, realizer: Realizer
+) -> GenerationRequest:
+    facts = realizer.facts
     return GenerationRequest(
         request_id=request_id,
         prompt=prompt.text,
         max_tokens=max_tokens,
         stop=prompt.stop,
-        json_schema=ANSWER_SCHEMA,
+        json_schema=plan_schema(intent, len(facts.drivers), len(items(facts))),
+        grammar=plan_grammar(intent, len(facts.drivers), len(items(facts))),
         priority=priority,
     )
 
 
-async def stream_model(
-    engine: Engine, request: GenerationRequest, *, timeout_s: float, stopwatch: Stopwatch, drain: Drain | None = None
+async def generate(
+    engine: Engine,
+    request: GenerationRequest,
+    *,
+    check: PlanCheck,
+    realizer: Realizer,
+    timeout_s: float,
+    stopwatch: Stopwatch,
+    drain: Drain | None = None,
+    tenant: str | None = None,
 ) -> AsyncGenerator[str | Outcome, None]:
-    """The answer's text as the model writes it, then exactly one Outcome.
+    """The answer's text claim by claim, each only once checked, then exactly one Outcome. Counts
+    the engine's tokens under `tenant` (when given)."""
+    splitter = ClaimSplitter()
+    accepted: list[AnyClaim] = []
+    said: list[Claim] = []
+    pieces: list[str] = []
+    reason: Reason | None = None
+    end: Finished | Reason | None = None
+    output: list[str] = []
+    raw = _engine_text(engine, request, timeout_s=timeout_s, stopwatch=stopwatch, drain=drain)
+    async with contextlib.aclosing(raw):  # however this ends, an unfinished engine request is aborted
+        async for item in raw:
+            if not isinstance(item, str):
+                end = item
+                break
+            output.append(item)
+            with stopwatch.stage("validate"):
+                released, reason = _release(splitter.feed(item), accepted, said, check, realizer)
+            for text in released:
+                pieces.append(text)
+                yield text
+            if reason is not None:  # stop here: the failed claim is never said
+                await engine.abort(request.request_id)
+                end = await _after_abort(raw)
+                break
+    final = end if isinstance(end, Finished) else None
+    if reason is None:
+        reason = end if isinstance(end, Reason) else _plan_reason(final, "".join(output), check)
+    outcome = Outcome(
+        text="".join(pieces) if reason is None else None,
+        reason=reason,
+        plan=accepted,
+        # llama.cpp reports no tokens for a request stopped early: unknown, not 0
+        usage=_usage(final) if final is not None and final.prompt_tokens else None,
+        spec_accept_rate=final.spec_accept_rate if final is not None else None,
+    )
+    if tenant is not None:
+        _count_tokens(tenant, outcome)
+    yield outcome
+
+
+def _release(
+    objects: list[str], accepted: list[AnyClaim], said: list[Claim], check: PlanCheck, realizer: Realizer
+) -> tuple[list[str], Reason | None]:
+    """Checks the claims these JSON objects hold (adding them to `accepted`) and says those that may
+    be said now (adding them to `said`): the texts, and the reason of the first that failed."""
+    released: list[str] = []
+    for text in objects:
+        try:
+            claim = decode_claim(text)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            return released, Reason(rule="invalid_plan", detail=str(exc))
+        accepted.append(claim)  # a failed claim is audited with the plan, never said
+        if (reason := check.check(claim)) is not None:
+            return released, reason
+        if not check.ready():
+            continue  # held until the plan holds what its intent needs: the lead is said first
+        for next_claim in ordered(check.seen, check.intent)[len(said) :]:
+            sentence, reason = realizer.say(next_claim, said[-1] if said else None)
+            if reason is not None:
+                return released, reason
+            said.append(next_claim)
+            released.append(sentence)
+    return released, None
+
+
+def _plan_reason(final: Finished | None, output: str, check: PlanCheck) -> Reason | None:
+    """Why the ended plan may not be served, if it may not: cut off, not a plan, or lacking a claim."""
+    if final is None:
+        return Reason(rule="engine_error", detail="the stream ended without its last event")
+    if final.finish_reason == "length":
+        return Reason(rule="truncated")
+    try:
+        msgspec.json.decode(output, type=Plan)
+    except msgspec.ValidationError as exc:
+        return Reason(rule="invalid_plan", detail=str(exc))
+    except msgspec.DecodeError:
+        return Reason(rule="invalid_json")
+    return check.missing()
+
+
+async def _after_abort(stream: AsyncIterator[str | Finished | Reason]) -> Finished | None:
+    """The engine's last event once it was told to stop (its text is dropped); None if it does not
+    come within ABORT_WAIT_S (closing the stream then cancels the request anyway)."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(ABORT_WAIT_S):
+            async for item in stream:
+                if isinstance(item, Finished):
+                    return item
+    return None
+
+
+async def _engine_text(
+    engine: Engine, request: GenerationRequest, *, timeout_s: float, stopwatch: Stopwatch, drain: Drain | None
+) -> AsyncGenerator[str | Finished | Reason, None]:
+    """The model's raw output as it is written, then its Finished event, or the Reason it failed.
 
     It ends after `timeout_s`, or at the drain deadline of a shutdown (`drain`), whichever comes
     first, as `engine_timeout` (detail "shutdown" for the latter).
@@ -86,41 +197,37 @@ async def stream_model(
     unsubscribe = drain.subscribe(lambda: events.put_nowait(_CutOff())) if drain is not None else None
     timer = asyncio.get_running_loop().call_later(timeout_s, lambda: events.put_nowait(_Expired()))
     began = stopwatch.elapsed_ms()
-    chunks: list[str] = []
-    decoder = AnswerTextDecoder()
     final: Finished | None = None
     try:
         with stopwatch.stage("engine"):
             while final is None:
                 batch = [await events.get()]
-                # The events that arrived meanwhile, in one pass: the text they add is decoded and
-                # handed on (to the sentence gate) once, not once per token.
+                # The events that arrived meanwhile, in one pass: their text is handed on once.
                 while not events.empty():
                     batch.append(events.get_nowait())
-                fed = len(chunks)
+                text: list[str] = []
                 for event in batch:
                     if isinstance(event, TextDelta):
-                        chunks.append(event.text)
+                        text.append(event.text)
                         continue
-                    if len(chunks) > fed and (text := decoder.feed("".join(chunks[fed:]))):
-                        yield text
-                    fed = len(chunks)
+                    if text:
+                        yield "".join(text)
+                        text = []
                     if isinstance(event, _Expired):
-                        yield Outcome(text=None, reason=Reason(rule="engine_timeout"), usage=None)
+                        yield Reason(rule="engine_timeout")
                         return
                     if isinstance(event, _CutOff):
-                        yield Outcome(text=None, reason=Reason(rule="engine_timeout", detail="shutdown"), usage=None)
+                        yield Reason(rule="engine_timeout", detail="shutdown")
                         return
                     if isinstance(event, EngineError):
-                        detail = str(event)[:200]
-                        yield Outcome(text=None, reason=Reason(rule="engine_error", detail=detail), usage=None)
+                        yield Reason(rule="engine_error", detail=str(event)[:200])
                         return
                     if isinstance(event, Exception):
                         raise event
                     final = event
                     break
-                if len(chunks) > fed and (text := decoder.feed("".join(chunks[fed:]))):
-                    yield text
+                if text:
+                    yield "".join(text)
     finally:
         timer.cancel()
         producer.cancel()  # a no-op once the stream has ended
@@ -130,18 +237,19 @@ async def stream_model(
     stopwatch.record("decode", began + final.ttft_ms, final.decode_ms)
     if final.queue_ms is not None:
         stopwatch.record("queue", began, final.queue_ms)
-    yield _outcome(final, "".join(chunks))
+    yield final
 
 
-def _outcome(final: Finished, output: str) -> Outcome:
-    usage = Usage(
+def _usage(final: Finished) -> Usage:
+    return Usage(
         prompt_tokens=final.prompt_tokens, cached_tokens=final.cached_tokens, completion_tokens=final.completion_tokens
     )
-    spec = final.spec_accept_rate
-    if final.finish_reason == "length":
-        return Outcome(text=None, reason=Reason(rule="truncated"), usage=usage, spec_accept_rate=spec)
-    try:
-        answer = msgspec.json.decode(output, type=ModelAnswer)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return Outcome(text=None, reason=Reason(rule="invalid_json"), usage=usage, spec_accept_rate=spec)
-    return Outcome(text=answer.answer, reason=None, usage=usage, spec_accept_rate=spec)
+
+
+def _count_tokens(tenant: str, outcome: Outcome) -> None:
+    if (usage := outcome.usage) is not None:
+        PROMPT_TOKENS_BY(tenant).inc(usage.prompt_tokens)
+        CACHED_TOKENS_BY(tenant).inc(usage.cached_tokens)
+        COMPLETION_TOKENS_BY(tenant).inc(usage.completion_tokens)
+    if outcome.spec_accept_rate is not None:
+        SPEC_ACCEPT_RATE.observe(outcome.spec_accept_rate)

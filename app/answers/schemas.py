@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from app.domain.facts import Driver, PaymentStatus
+from app.domain.plan import AnyClaim
 from app.domain.vocabulary import Intent, Locale, Source
 
 # Any C0/C1 control character except tab and newline, which a multi-line question may hold.
@@ -84,6 +85,9 @@ class ExplanationResponse(msgspec.Struct, frozen=True, omit_defaults=True, kw_on
     timings_ms: dict[str, float]
     model: str | None = None  # present when the engine was asked
     usage: Usage | None = None
+    # The claims the model planned, as checked (app/domain/plan.py): what a model answer says, or
+    # the plan that was refused (the reason is in the audit row).
+    plan: list[AnyClaim] | None = None
 
 
 class BatchItem(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):

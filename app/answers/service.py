@@ -12,8 +12,7 @@ text that replaces it); `explain` gives its last event, the whole answer (JSON A
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -23,9 +22,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.answers import cache
 from app.answers.cache import CACHEABLE_INTENTS, CacheKey
-from app.answers.gate import SentenceGate
-from app.answers.generation import Outcome, answer_request, stream_model
+from app.answers.generation import Outcome, generate, plan_request
 from app.answers.messages import Ask, ChatEvent, Delta, Facts, Final, Replace, Turn, final_answer
+from app.answers.realize import Realizer
 from app.answers.schemas import ExplanationRequest, ExplanationResponse, PaymentOut, StatementOut, TotalsOut, Usage
 from app.data.audit import AuditRow, record_answer
 from app.data.database import autocommit
@@ -34,31 +33,20 @@ from app.data.history import Lookup, load_records
 from app.data.tenants import Principal, principal_for
 from app.domain.facts import compute_facts
 from app.domain.intents import CANONICAL_QUESTIONS, classify, label_keys, mentioned, provisional
+from app.domain.plan import AnyClaim, PlanCheck
 from app.domain.priority import QUEUE_DEADLINE_S, effective_level
 from app.domain.reasons import Reason
-from app.domain.slots import fill
-from app.domain.validation import Contract, validate
 from app.domain.vocabulary import Source
 from app.errors import NotFound, Shed
-from app.inference.engine import Engine, GenerationRequest
+from app.inference.engine import Engine
 from app.inference.factory import build_engine
 from app.inference.scheduler import Hooks, Ledger, Scheduler
-from app.metrics import (
-    ANSWER_FIRST_TEXT_BY,
-    ANSWER_SECONDS_BY,
-    ANSWERS_BY,
-    CACHED_TOKENS_BY,
-    COMPLETION_TOKENS_BY,
-    FALLBACKS_BY,
-    PROMPT_TOKENS_BY,
-    SPEC_ACCEPT_RATE,
-)
-from app.prompts import PROMPT_VERSION, SlotValues, render_fallback, render_prompt
+from app.metrics import ANSWER_FIRST_TEXT_BY, ANSWER_SECONDS_BY, ANSWERS_BY, FALLBACKS_BY
+from app.prompts import PROMPT_VERSION, render_fallback, render_prompt
 from app.settings import Settings
 
 log = structlog.get_logger("bill_assistant.answers")
 _decode_answer = msgspec.json.Decoder(ExplanationResponse).decode
-ABORT_WAIT_S = 1.0  # how long an aborted engine request may take to report its tokens
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -118,45 +106,19 @@ class AnswerService:
             yield Facts(self._response(turn, explanation="", source="fallback", model=None, usage=None))
             if ask.use_cache and not ask.canonical:
                 self._fill_cache_later(turn)
-            outcome = None
             if self.llm is not None and turn.intent != "out_of_scope":  # a polite refusal needs no model
-                values = SlotValues(turn.facts, turn.locale)
-                gate = SentenceGate(turn.facts, turn.locale, values)
-                stream = stream_model(
-                    self.llm,
-                    self._generation(turn),
-                    timeout_s=self.settings.engine_timeout_s,
-                    stopwatch=ask.stopwatch,
-                    drain=self.scheduler.drain,
-                )
-                async with aclosing(stream):  # however this ends, an unfinished engine request is aborted
+                outcome = None
+                async with aclosing(self._generate(turn)) as stream:
                     async for item in stream:
                         if isinstance(item, Outcome):
                             outcome = item
-                            continue
-                        with ask.stopwatch.stage("validate"):
-                            released, verdict = gate.feed(item)
-                        for text in released:
-                            yield Delta(text)
-                        if verdict.reason is not None:  # stop here: the failed sentence is never shown
-                            await self.llm.abort(ask.audit_id.hex)
-                            aborted = await _after_abort(stream)  # its last event still counts the tokens
-                            usage = aborted.usage if aborted else None
-                            outcome = Outcome(
-                                text=None,
-                                reason=verdict.reason,
-                                # llama.cpp reports no tokens for a request stopped early: unknown, not 0
-                                usage=usage if usage and usage.prompt_tokens else None,
-                                spec_accept_rate=aborted.spec_accept_rate if aborted else None,
-                            )
-                            break
-                answer, reason = await self._conclude(turn, outcome, values, gate.contract)
-                if reason is None:
-                    yield Delta(gate.rest())
-                else:
+                        else:
+                            yield Delta(item)
+                answer, reason = await self._conclude(turn, outcome)
+                if reason is not None:
                     yield Replace(text=answer.explanation, reason=reason)
             else:
-                answer, _ = await self._conclude(turn, None, {})
+                answer, _ = await self._conclude(turn, None)
                 yield Delta(answer.explanation)
             yield Final(answer)
 
@@ -278,56 +240,76 @@ class AnswerService:
             focus = mentioned(turn.ask.request.question, labels)
             return render_fallback(turn.intent, turn.facts, turn.locale, policy=turn.ask.principal.policy, focus=focus)
 
-    def _generation(self, turn: Turn) -> GenerationRequest:
-        with turn.ask.stopwatch.stage("prompt"):
+    def _generate(self, turn: Turn) -> AsyncGenerator[str | Outcome, None]:
+        """The model's plan for this turn, checked and said claim by claim (app/answers/generation.py)."""
+        assert self.llm is not None
+        ask = turn.ask
+        focus = mentioned(ask.request.question, {e.label for e in turn.facts.entries})
+        with ask.stopwatch.stage("prompt"):
+            check = PlanCheck(turn.facts, turn.intent, focus)
+            realizer = Realizer(turn.facts, turn.locale)
             prompt = render_prompt(
-                policy=turn.ask.principal.policy,
+                policy=ask.principal.policy,
                 intent=turn.intent,
                 facts=turn.facts,
-                question=turn.ask.request.question,
-                locale=turn.locale,
+                question=ask.request.question,
                 chat_template=self.settings.chat_template,
+                focus=check.focus,
                 layout=self.settings.prompt_layout,
             )
-        return answer_request(
-            prompt, request_id=turn.ask.audit_id.hex, priority=turn.level, max_tokens=self.settings.engine_max_tokens
+            request = plan_request(
+                prompt,
+                request_id=ask.audit_id.hex,
+                priority=turn.level,
+                max_tokens=self.settings.engine_max_tokens,
+                intent=turn.intent,
+                realizer=realizer,
+            )
+        return generate(
+            self.llm,
+            request,
+            check=check,
+            realizer=realizer,
+            timeout_s=self.settings.engine_timeout_s,
+            stopwatch=ask.stopwatch,
+            drain=self.scheduler.drain,
+            tenant=ask.principal.tenant_slug,
         )
 
-    async def _conclude(
-        self, turn: Turn, outcome: Outcome | None, values: Mapping[str, str], contract: Contract | None = None
-    ) -> tuple[ExplanationResponse, Reason | None]:
-        """Validate the model's whole answer against the facts and fill its slots; serve it, or the
-        deterministic text (rendered only then); remember a validated canonical answer; audit.
-        Returns the answer and why it is not the model's (None: it is)."""
-        explanation, model, usage = None, None, None
+    async def _conclude(self, turn: Turn, outcome: Outcome | None) -> tuple[ExplanationResponse, Reason | None]:
+        """Serve the model's checked plan, said, or the deterministic text (rendered only then);
+        remember a served canonical answer; audit. Returns the answer and why it is not the model's
+        (None: it is)."""
+        explanation, model, usage, plan = None, None, None, None
         source: Source = "fallback"
         if outcome is None:
             reason: Reason | None = Reason(rule="out_of_scope" if turn.intent == "out_of_scope" else "engine_off")
         else:
             assert self.llm is not None
-            model, usage, reason = self.llm.model, outcome.usage, outcome.reason
-            _count_tokens(turn.ask.principal.tenant_slug, outcome)
-            if outcome.text is not None:
-                with turn.ask.stopwatch.stage("validate"):
-                    verdict = validate(outcome.text, turn.facts, turn.locale, contract=contract)
-                if verdict.reason is None:
-                    explanation, source = fill(outcome.text.strip(), values), "model"
-                else:
-                    reason = verdict.reason
+            model, usage, reason, plan = self.llm.model, outcome.usage, outcome.reason, outcome.plan
+            if outcome.text is not None and reason is None:
+                explanation, source = outcome.text, "model"
         if reason is not None:
             FALLBACKS_BY(reason.rule).inc()
         if explanation is None:
             explanation = self._deterministic(turn)
-        answer = self._response(turn, explanation=explanation, source=source, model=model, usage=usage)
+        answer = self._response(turn, explanation=explanation, source=source, model=model, usage=usage, plan=plan)
         key = self._cache_key(turn)
-        if source == "model" and turn.ask.canonical and key is not None:  # validated canonical answers only
+        if source == "model" and turn.ask.canonical and key is not None:  # checked canonical answers only
             labels = label_keys(e.label for e in turn.facts.entries)
             async with autocommit(self.db) as conn:
                 await cache.store(conn, key, msgspec.json.encode(answer).decode(), labels)
         return await self._audit(turn, answer, reason), reason
 
     def _response(
-        self, turn: Turn, *, explanation: str, source: Source, model: str | None, usage: Usage | None
+        self,
+        turn: Turn,
+        *,
+        explanation: str,
+        source: Source,
+        model: str | None,
+        usage: Usage | None,
+        plan: list[AnyClaim] | None = None,
     ) -> ExplanationResponse:
         facts, s = turn.facts, turn.facts.statement
         return ExplanationResponse(
@@ -353,6 +335,7 @@ class AnswerService:
             timings_ms={},  # the audit fills them in, as the answer is returned
             model=model,
             usage=usage,
+            plan=plan,
         )
 
     async def _audit(self, turn: Turn, answer: ExplanationResponse, reason: Reason | None) -> ExplanationResponse:
@@ -382,23 +365,3 @@ class AnswerService:
             async with self.pool.connection() as conn:
                 await record_answer(conn, row)
         return msgspec.structs.replace(answer, timings_ms=stopwatch.snapshot())
-
-
-async def _after_abort(stream: AsyncIterator[str | Outcome]) -> Outcome | None:
-    """The engine's last event once it was told to stop (its text is dropped); None if it does not
-    come within ABORT_WAIT_S (closing the stream then cancels the request anyway)."""
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(ABORT_WAIT_S):
-            async for item in stream:
-                if isinstance(item, Outcome):
-                    return item
-    return None
-
-
-def _count_tokens(tenant: str, outcome: Outcome) -> None:
-    if (usage := outcome.usage) is not None:
-        PROMPT_TOKENS_BY(tenant).inc(usage.prompt_tokens)
-        CACHED_TOKENS_BY(tenant).inc(usage.cached_tokens)
-        COMPLETION_TOKENS_BY(tenant).inc(usage.completion_tokens)
-    if outcome.spec_accept_rate is not None:
-        SPEC_ACCEPT_RATE.observe(outcome.spec_accept_rate)

@@ -17,7 +17,7 @@ Rule = Literal[
     "engine_timeout",
     "invalid_json",
     "truncated",
-    # The answer failed validation against the facts (app/domain/validation.py).
+    # A realized sentence failed the truth contract's second line (app/domain/validation.py).
     "empty",
     "too_long",
     "wrong_language",
@@ -28,6 +28,13 @@ Rule = Literal[
     "role_mismatch",
     "wrong_direction",
     "wrong_driver",
+    # The model's plan failed a check against the facts (app/domain/plan.py).
+    "invalid_plan",
+    "off_intent",
+    "unknown_index",
+    "wrong_subject",
+    "missing_claim",
+    "not_applicable",
 ]
 RULES: tuple[Rule, ...] = get_args(Rule)
 

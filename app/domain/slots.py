@@ -89,8 +89,10 @@ def slots(facts: BillFacts) -> dict[str, Slot]:
 
 
 def items(facts: BillFacts) -> list[Entry]:
-    """The statement's transactions a slot can name (payments have their own slots), largest first."""
-    return [e for e in facts.entries if e.kind != "payment"][:MAX_ITEMS]
+    """The statement's transactions a slot can name (payments have their own slots): the largest
+    first, then every fee and interest line the largest left out (a fees question names them all)."""
+    charges = [e for e in facts.entries if e.kind != "payment"]
+    return charges[:MAX_ITEMS] + [e for e in charges[MAX_ITEMS:] if e.kind in ("fee", "interest")][:MAX_ITEMS]
 
 
 def fill(template: str, values: Mapping[str, str]) -> str:

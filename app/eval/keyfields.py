@@ -173,7 +173,8 @@ _DOWN = re.compile(
     r"\b(?:lower|decreased?|decreasing|went\s+down|dropped|fell|fallen|reduced)\b|减少|少了|下降|降低|低于|比上个?[月期][^，,。]*?少",
     re.I,
 )
-_BILL = re.compile(r"\b(?:bill|balance|statement)\b|账单|余额", re.I)
+# "The balance carried over after your payments" is a driver, not the bill.
+_BILL = re.compile(r"\b(?:bill|balance(?!\s+carried)|statement)\b|账单|(?<!结转)余额", re.I)
 _SENTENCE_SPLIT = re.compile(r"[.!?](?=\s|$)|[。！？\n]")
 
 

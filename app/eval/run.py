@@ -1,18 +1,18 @@
 """Runs the golden set against one engine profile, exactly as the service asks the model.
 
 Each case's prompt is rendered by `render_prompt` with the policy of a fixed demo tenant (the first
-of app/demo.py's), sent as `answer_request` builds it (the same JSON schema, stop strings and token
-limit) and read through `stream_model`, like the service. Then: is the answer served as the model's
-(parsed and `validate(...).ok`), or why not (the fallback rule); the key-field errors in the raw
-answer text (app/eval/keyfields.py; the text streamed so far when the JSON is unusable); the time
-to first token (the engine's; for a request that timed out, when its answer's text began) and end
-to end; the engine's token counts (none for a request that timed out).
+of app/demo.py's), sent as `plan_request` builds it (the same plan schema, stop strings and token
+limit) and read through `generate`, like the service. Then: is the plan served as the model's
+answer, or why not (the fallback rule); the key-field errors (app/eval/keyfields.py) in the text the
+accepted plan says, and the plan-level ones of a refused plan (a status, direction or subject that
+contradicts the facts); the time to first token (the engine's; for a request that timed out, when
+its first claim was said) and end to end; the engine's token counts (none for a request that timed
+out).
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 import uuid
 from collections.abc import Callable, Sequence
 from time import perf_counter
@@ -20,18 +20,17 @@ from time import perf_counter
 import msgspec
 
 from app import demo
-from app.answers.generation import answer_request, stream_model
+from app.answers.generation import generate, plan_request
+from app.answers.realize import Realizer
+from app.domain.intents import mentioned
+from app.domain.plan import PlanCheck
 from app.domain.policy import TenantPolicy
-from app.domain.slots import SLOT
-from app.domain.validation import validate
 from app.domain.vocabulary import ChatTemplate, EngineKind
 from app.eval.golden import GoldenCase
-from app.eval.keyfields import Finding, key_field_errors
+from app.eval.keyfields import Finding, Kind, key_field_errors
 from app.inference.engine import Engine
-from app.prompts import SlotValues, render_prompt
+from app.prompts import render_prompt
 from app.timing import Stopwatch
-
-_PARTIAL_TAIL = re.compile(r"[\w.,]+$")
 
 
 class Profile(msgspec.Struct, frozen=True, kw_only=True):
@@ -61,7 +60,8 @@ class CaseResult(msgspec.Struct, frozen=True, kw_only=True):
     status: str  # the payment status of the facts
     served_as_model: bool
     reason: str | None  # the fallback rule when the model's answer is not served
-    text: str  # the model's answer (the string inside its JSON), before validation
+    text: str  # the answer the plan said, when it was accepted ("" otherwise)
+    plan: str  # the claims the model wrote (JSON), as far as they could be read
     findings: list[Finding]
     ttft_ms: float | None
     e2e_ms: float
@@ -75,11 +75,14 @@ def demo_policy() -> TenantPolicy:
     return TenantPolicy(brand=tenant.name, tone=tenant.tone)
 
 
-def _as_read(text: str, case: GoldenCase) -> str:
-    """The answer as a customer would read it: its known slots filled from the facts (a role-swapped
-    slot then states the wrong amount, which the key-field classifier sees); unknown ones stay."""
-    values = SlotValues(case.facts, case.locale)
-    return SLOT.sub(lambda m: values.get(m.group(1), m.group(0)), text)
+# Refused plans that contradict the facts, by the key-field kind they would have broken.
+PLAN_ERRORS: dict[str, Kind] = {
+    "status_claim": "status_flip",
+    "wrong_direction": "wrong_direction",
+    "wrong_driver": "wrong_driver",
+    "unknown_index": "wrong_driver",
+    "wrong_subject": "wrong_driver",
+}
 
 
 async def run_case(
@@ -92,31 +95,34 @@ async def run_case(
     timeout_s: float,
     known: set[str],
 ) -> CaseResult:
+    check = PlanCheck(case.facts, case.intent, mentioned(case.question, {e.label for e in case.facts.entries}))
+    realizer = Realizer(case.facts, case.locale)
     prompt = render_prompt(
-        policy=policy, intent=case.intent, facts=case.facts, question=case.question, locale=case.locale,
-        chat_template=chat_template,
+        policy=policy, intent=case.intent, facts=case.facts, question=case.question, chat_template=chat_template,
+        focus=check.focus,
     )  # fmt: skip
-    request = answer_request(prompt, request_id=uuid.uuid4().hex, priority=0, max_tokens=max_tokens)
+    request = plan_request(
+        prompt, request_id=uuid.uuid4().hex, priority=0, max_tokens=max_tokens, intent=case.intent, realizer=realizer
+    )
     stopwatch = Stopwatch()
     started = perf_counter()
-    streamed: list[str] = []
     outcome = None
-    first_text_ms: float | None = None  # when the engine never finishes (a timeout), the TTFT seen here
-    async for item in stream_model(engine, request, timeout_s=timeout_s, stopwatch=stopwatch):
+    first_text_ms: float | None = None  # when the engine never finishes (a timeout), the first text seen here
+    async for item in generate(
+        engine, request, check=check, realizer=realizer, timeout_s=timeout_s, stopwatch=stopwatch
+    ):
         if isinstance(item, str):
             if first_text_ms is None:
                 first_text_ms = (perf_counter() - started) * 1000
-            streamed.append(item)
         else:
             outcome = item
     e2e_ms = (perf_counter() - started) * 1000
-    assert outcome is not None  # stream_model always ends with one
-    # Without a usable answer (truncated, invalid JSON), what was streamed, less a word or number cut off.
-    text = outcome.text if outcome.text is not None else _PARTIAL_TAIL.sub("", "".join(streamed))
-    reason = outcome.reason.rule if outcome.reason else None
-    if outcome.text is not None:
-        verdict = validate(outcome.text, case.facts, case.locale)
-        reason = verdict.rule
+    assert outcome is not None  # generate always ends with one
+    reason = outcome.reason
+    text = outcome.text or ""
+    findings = key_field_errors(text, case.facts, case.intent, known=known) if text else []
+    if reason is not None and reason.rule in PLAN_ERRORS:
+        findings.append(Finding(kind=PLAN_ERRORS[reason.rule], detail=f"plan: {reason}"))
     usage = outcome.usage
     return CaseResult(
         id=case.id,
@@ -124,9 +130,10 @@ async def run_case(
         locale=case.locale,
         status=case.facts.payment.status,
         served_as_model=outcome.text is not None and reason is None,
-        reason=reason,
+        reason=reason.rule if reason else None,
         text=text,
-        findings=key_field_errors(_as_read(text, case), case.facts, case.intent, known=known) if text.strip() else [],
+        plan=msgspec.json.encode(outcome.plan or []).decode(),
+        findings=findings,
         ttft_ms=stopwatch.stages.get("ttft", first_text_ms),
         e2e_ms=e2e_ms,
         prompt_tokens=usage.prompt_tokens if usage else 0,

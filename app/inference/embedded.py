@@ -80,7 +80,9 @@ class EmbeddedEngine:
             "cache_prompt": self._prefix_cache,
             "stream_options": {"include_usage": True},
         }
-        if request.json_schema is not None:
+        if request.grammar is not None:
+            body["grammar"] = request.grammar
+        elif request.json_schema is not None:
             body["json_schema"] = request.json_schema
 
         def on_chunk(chunk: dict[str, Any]) -> bool:

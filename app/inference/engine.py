@@ -17,6 +17,9 @@ class GenerationRequest(msgspec.Struct, frozen=True, kw_only=True):
     temperature: float = 0.0
     stop: list[str] = []
     json_schema: dict[str, Any] | None = None  # constrain the output to this JSON schema
+    # The same constraint as a GBNF grammar, for an engine that takes one (llama.cpp: compact JSON,
+    # where its own conversion of the schema lets a small model write whitespace without end).
+    grammar: str | None = None
     priority: int = 0  # the admission level, 0..3 (app/domain/priority.py); higher is more important
 
 

@@ -35,7 +35,7 @@ async def test_prefix_is_identical_for_every_customer_of_a_tenant(
     doc = demo.generate(demo.TENANTS[0], customers=25, seed=11)
     doc["tenant"] = tenant.slug
     await load(doc)
-    prompts: dict[str, list[Any]] = {"en": [], "zh-CN": []}
+    rendered: list[Any] = []
     async with engine.connect() as conn:
         refs = (await conn.execute(text("SELECT ref FROM accounts WHERE tenant_id = :t"), {"t": tenant.id})).scalars()
         for i, ref in enumerate(refs.all()):
@@ -43,33 +43,31 @@ async def test_prefix_is_identical_for_every_customer_of_a_tenant(
             assert history is not None
             facts = compute_facts(history, date(2026, 11, 15))
             question = QUESTIONS[i % len(QUESTIONS)]
-            for locale in ("en", "zh-CN"):
-                prompts[locale].append(
-                    render_prompt(
-                        policy=POLICY,
-                        intent=classify(question, {e.label for e in facts.entries}),
-                        facts=facts,
-                        question=question,
-                        locale=locale,
-                        chat_template="chatml",
-                    )
+            rendered.append(
+                render_prompt(
+                    policy=POLICY,
+                    intent=classify(question, {e.label for e in facts.entries}),
+                    facts=facts,
+                    question=question,
+                    chat_template="chatml",
                 )
-    for locale, rendered in prompts.items():
-        assert len(rendered) >= 25
-        assert len({p.text for p in rendered}) == len(rendered)  # the prompts differ after FACTS...
-        prefixes = {p.static_prefix for p in rendered}
-        assert len(prefixes) == 1, locale  # ...and not before
-        prefix = prefixes.pop()
-        assert all(p.text.startswith(prefix + FACTS_MARKER) for p in rendered)
-        assert "Northbridge Bank" in prefix
-        assert prefix.endswith("<|im_end|>\n<|im_start|>user\n")  # the whole system message: policy, format, example
-        for p in rendered:  # nothing dynamic before the FACTS block of the user message
-            assert p.text.index("<|im_start|>user\nFACTS\n") == len(prefix) - len("<|im_start|>user\n")
+            )
+    # One prompt for every locale: the model plans claims, the service says them in the customer's language.
+    assert len(rendered) >= 25
+    assert len({p.text for p in rendered}) == len(rendered)  # the prompts differ after FACTS...
+    prefixes = {p.static_prefix for p in rendered}
+    assert len(prefixes) == 1  # ...and not before
+    prefix = prefixes.pop()
+    assert all(p.text.startswith(prefix + FACTS_MARKER) for p in rendered)
+    assert "Northbridge Bank" in prefix
+    assert prefix.endswith("<|im_end|>\n<|im_start|>user\n")  # the whole system message: policy, format, example
+    for p in rendered:  # nothing dynamic before the FACTS block of the user message
+        assert p.text.index("<|im_start|>user\nFACTS\n") == len(prefix) - len("<|im_start|>user\n")
 
-        # With the engine's own tokenizer: the prefix tokenizes the same way inside every prompt,
-        # so the engine's prefix cache can serve it.
-        prefix_tokens = await embedded_engine.tokenize(prefix)
-        assert len(prefix_tokens) > 150
-        for p in rendered[:8]:
-            full = await embedded_engine.tokenize(p.text)
-            assert full[: len(prefix_tokens)] == prefix_tokens
+    # With the engine's own tokenizer: the prefix tokenizes the same way inside every prompt,
+    # so the engine's prefix cache can serve it.
+    prefix_tokens = await embedded_engine.tokenize(prefix)
+    assert len(prefix_tokens) > 150
+    for p in rendered[:8]:
+        full = await embedded_engine.tokenize(p.text)
+        assert full[: len(prefix_tokens)] == prefix_tokens

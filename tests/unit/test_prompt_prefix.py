@@ -21,7 +21,7 @@ def test_tenants_and_chat_templates_get_their_own_prefix() -> None:
 
     def prefix(policy: TenantPolicy, chat: ChatTemplate = "chatml") -> str:
         return render_prompt(
-            policy=policy, intent="bill_change", facts=facts, question="?", locale="en", chat_template=chat
+            policy=policy, intent="bill_change", facts=facts, question="?", chat_template=chat
         ).static_prefix
 
     assert prefix(POLICY) != prefix(TenantPolicy(brand="Jade River Bank"))
@@ -35,7 +35,7 @@ def test_a_changed_template_changes_the_version(tmp_path: Path) -> None:
     copy = tmp_path / "prompts"
     shutil.copytree(PROMPTS_DIR, copy)
     assert template_version(copy) == PROMPT_VERSION
-    target = copy / "answer" / "system.en.j2"
+    target = copy / "answer" / "system.j2"
     target.write_text(target.read_text() + "\nBe brief.\n")
     assert template_version(copy) != PROMPT_VERSION
     shutil.copytree(PROMPTS_DIR, tmp_path / "again")

@@ -25,7 +25,8 @@ DRIVER_KIND = {
     "adjustments": "Adjustments",
 }
 # Why the deterministic answer was served, by the reason's rule (app/answers/generation.py,
-# app/domain/validation.py); the detail after the colon is shown as well.
+# app/domain/plan.py; the sentence rules of app/domain/validation.py are the second line behind the
+# reviewed wordings, and name answers of earlier versions); the detail after the colon is shown too.
 FALLBACK_REASON: dict[Rule, str] = {
     "engine_off": "no model is configured",
     "out_of_scope": "the question is out of scope: a polite refusal needs no model",
@@ -33,16 +34,22 @@ FALLBACK_REASON: dict[Rule, str] = {
     "engine_timeout": "the model took too long",
     "invalid_json": "the model's output was not the expected JSON",
     "truncated": "the model's answer was cut off",
-    "empty": "the model's answer was empty",
-    "too_long": "the model's answer was too long",
-    "wrong_language": "the model answered in the wrong language",
-    "unknown_slot": "the model used a slot these facts do not have",
-    "unslotted_figure": "the model wrote a figure or date itself instead of its slot",
-    "unslotted_label": "the model named a merchant itself instead of its slot",
-    "status_claim": "the model wrote a payment-status word itself instead of the status slot",
-    "role_mismatch": "the model put a figure in the place of another (a role swap)",
+    "empty": "the model's plan said nothing",
+    "too_long": "the answer was too long",
+    "wrong_language": "a sentence was not in the customer's language",
+    "unknown_slot": "a sentence used a slot these facts do not have",
+    "unslotted_figure": "a sentence wrote a figure or date outside its slot",
+    "unslotted_label": "a sentence named a merchant outside its slot",
+    "status_claim": "the model stated a payment status the facts do not",
+    "role_mismatch": "a sentence put a figure in the place of another (a role swap)",
     "wrong_direction": "the model said the bill moved the wrong way",
-    "wrong_driver": "the model named a cause that moved the other way",
+    "wrong_driver": "the model named a cause as moving the other way",
+    "invalid_plan": "the model's output was not a plan of known claims",
+    "off_intent": "the model's plan held a claim that does not fit the question",
+    "unknown_index": "the model's plan named a cause or transaction the statement does not have",
+    "wrong_subject": "the model's plan was not about what was asked",
+    "missing_claim": "the model's plan did not answer the question",
+    "not_applicable": "the model's plan asked a customer who has paid in full to pay",
 }
 
 

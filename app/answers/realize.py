@@ -1,0 +1,45 @@
+"""Says a plan's accepted claims to the customer, in reviewed wordings (prompts/claims.<locale>.j2).
+
+Each wording is written with slots and filled from the facts, so the text states the facts' values
+exactly; the truth contract's sentence check (app/domain/validation.py) still runs over every
+realized sentence, as a second line behind the plan check (app/domain/plan.py)."""
+
+from __future__ import annotations
+
+from app.domain.facts import BillFacts
+from app.domain.plan import Claim, Transaction, fee_items, kind_of
+from app.domain.reasons import Reason
+from app.domain.slots import fill, items
+from app.domain.validation import Contract, check_sentence
+from app.domain.vocabulary import Locale
+from app.prompts import JOINERS, SlotValues, claim_wordings
+
+
+class Realizer:
+    def __init__(self, facts: BillFacts, locale: Locale, values: SlotValues | None = None) -> None:
+        self.facts, self.locale = facts, locale
+        self.values = values if values is not None else SlotValues(facts, locale)
+        self.contract = Contract.of(facts, self.values.slots)
+        self._items = items(facts)
+        self._fees = fee_items(facts)
+        self._interest = any(self._items[n - 1].kind == "interest" for n in self._fees)
+        self._wordings = claim_wordings(locale)
+
+    def slotted(self, claim: Claim, prev: Claim | None) -> list[str]:
+        """The claim's sentences with their slots unfilled (`prev`: the claim said before it)."""
+        item = self._items[claim.n - 1] if isinstance(claim, Transaction) else None
+        text = self._wordings.say(
+            kind_of(claim), claim, self.facts, kind_of(prev) if prev else None, item, self._fees, self._interest
+        )
+        return [line.strip() for line in str(text).splitlines() if line.strip()]
+
+    def say(self, claim: Claim, prev: Claim | None) -> tuple[str, Reason | None]:
+        """The claim as the customer reads it (joined to what came before), or why it may not be said."""
+        sentences = self.slotted(claim, prev)
+        for sentence in sentences:
+            verdict = check_sentence(sentence, self.contract, self.locale)
+            if verdict.reason is not None:
+                return "", verdict.reason
+        joiner = JOINERS[self.locale]
+        text = joiner.join(fill(sentence, self.values) for sentence in sentences)
+        return (joiner + text) if prev is not None else text, None
