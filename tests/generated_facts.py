@@ -43,11 +43,15 @@ def _period_lines(rng: random.Random, span: tuple[date, date], merchants: list[s
         for _ in range(rng.randint(0, 6))
     ]
     for _ in range(rng.choice((0, 0, 1, 2))):
-        lines.append(Line(posted_on=_day(rng, span), kind="fee", amount=_amount(rng, 1, 40), description=rng.choice(FEES)))
+        lines.append(
+            Line(posted_on=_day(rng, span), kind="fee", amount=_amount(rng, 1, 40), description=rng.choice(FEES))
+        )
     if rng.random() < 0.3:
         lines.append(Line(posted_on=span[1], kind="interest", amount=_amount(rng, 0, 30) + Decimal("0.01")))
     if rng.random() < 0.3:
-        lines.append(Line(posted_on=_day(rng, span), kind="refund", amount=_amount(rng, 1, 80), merchant=rng.choice(merchants)))
+        lines.append(
+            Line(posted_on=_day(rng, span), kind="refund", amount=_amount(rng, 1, 80), merchant=rng.choice(merchants))
+        )
     if rng.random() < 0.5:
         lines.append(Line(posted_on=_day(rng, span), kind="payment", amount=_amount(rng, 10, 500)))
     return lines
@@ -126,7 +130,11 @@ def candidate_claims(facts: BillFacts) -> Iterator[Claim]:
     raw += [{"claim": "transaction", "n": n} for n in range(1, transactions + 2)]
     raw += [{"claim": "payment_status", "status": s} for s in ("paid", "partially_paid", "unpaid", "overdue")]
     raw += [{"claim": "next_step", "action": a} for a in ("pay", "agent")]
-    raw += [{"claim": kind} for kind in CLAIM_TYPES if kind not in {"change", "driver", "transaction", "payment_status", "next_step"}]
+    raw += [
+        {"claim": kind}
+        for kind in CLAIM_TYPES
+        if kind not in {"change", "driver", "transaction", "payment_status", "next_step"}
+    ]
     for fields in raw:
         for wording in (1, 2):
             yield decode_claim(claim_json({**fields, "wording": wording}))

@@ -176,7 +176,8 @@ class PlanCheck:
             return Reason(rule="wrong_subject", detail="no_answer, but the facts answer it")
         if self.seen and isinstance(self.seen[0], NoAnswer) and not isinstance(claim, NextStep):
             return Reason(rule="wrong_subject", detail=f"{kind} after no_answer")
-        if status == "paid" and (isinstance(claim, StillToPay | MinimumDue) or claim == NextStep(action="pay")):
+        pay = isinstance(claim, StillToPay | MinimumDue) or (isinstance(claim, NextStep) and claim.action == "pay")
+        if status == "paid" and pay:
             return Reason(rule="not_applicable", detail=f"{kind}: the statement is paid in full")
         self.seen.append(claim)
         return None
