@@ -193,8 +193,9 @@ def phrases(drivers: Iterable[Driver], status: str, locale: str) -> tuple[list[s
 
 class SlotValues(Mapping[str, str]):
     """What each slot of these facts says to the customer, written for their locale: amounts as
-    positive figures (the words around them give the direction; a balance in credit is negative), dates, the status phrase, the
-    drivers' and transactions' descriptions with third-party names quoted. Each value is written
+    positive figures (the words around them give the direction; a balance in credit is negative),
+    dates, the status phrase, the drivers' and transactions' descriptions with third-party names
+    quoted. Each value is written
     when it is first asked for: an answer names two or three of the forty-odd slots."""
 
     def __init__(self, facts: BillFacts, locale: Locale) -> None:

@@ -25,8 +25,12 @@ import msgspec
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.domain.intents import CANONICAL_QUESTIONS
+from app.answers.messages import Ask, Turn
+from app.data.history import Lookup
+from app.domain.intents import CANONICAL_QUESTIONS, provisional
 from app.domain.vocabulary import Intent, Locale
+from app.inference.engine import Engine
+from app.prompts import PROMPT_VERSION
 
 CACHEABLE_INTENTS: frozenset[Intent] = frozenset(CANONICAL_QUESTIONS)
 
@@ -53,3 +57,44 @@ ON CONFLICT ON CONSTRAINT uq_answer_cache_key DO NOTHING
 
 async def store(conn: AsyncConnection, key: CacheKey, answer_json: str, labels: list[str]) -> None:
     await conn.execute(_STORE, {**msgspec.structs.asdict(key), "answer": answer_json, "labels": labels})
+
+
+def lookup(ask: Ask, llm: Engine | None) -> Lookup | None:
+    """What the answer cache is asked, if the question may have a cached answer: a validated model
+    answer to the intent's canonical question about the same data, template and engine."""
+    if llm is None or not ask.use_cache:
+        return None
+    question, stopwatch = ask.request.question, ask.stopwatch
+    intent, labels_matter = provisional(question)
+    if intent not in CACHEABLE_INTENTS:
+        return None
+    return Lookup(
+        intent=intent,
+        locale=ask.request.locale,
+        prompt_version=PROMPT_VERSION,
+        engine_profile=llm.profile,
+        customer_ref=ask.customer_ref,
+        labels_matter=labels_matter,
+        question=question,
+        audit_id=ask.audit_id,
+        channel=ask.channel,
+        # The hit's audit row is written before the statement ends: it holds the stages up to it.
+        timings=msgspec.json.encode(stopwatch.snapshot()).decode(),
+        stage_starts=msgspec.json.encode(stopwatch.starts).decode(),
+    )
+
+
+def key(turn: Turn, llm: Engine | None) -> CacheKey | None:
+    """Where a canonical answer to this turn is kept."""
+    if llm is None or turn.intent not in CACHEABLE_INTENTS:
+        return None
+    return CacheKey(
+        tenant_id=turn.ask.principal.tenant_id,
+        statement_id=turn.facts.statement.id,
+        data_version=turn.history.statements[-1].data_version,
+        intent=turn.intent,
+        locale=turn.locale,
+        prompt_version=PROMPT_VERSION,
+        engine_profile=llm.profile,
+        as_of=turn.as_of,
+    )

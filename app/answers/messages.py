@@ -1,6 +1,7 @@
 """The typed messages a question moves through on its way to an answer: what was asked (`Ask`),
 what is known about it once the records are read (`Turn`), and the events a conversation yields
-(`Facts`, `Delta`*, `Replace`?, `Final`). Data only: the collaborators live in the AnswerService."""
+(`Facts`, `Delta`*, `Replace`?, `Final`). Data only, and the answer built from a turn: the
+collaborators live in the AnswerService."""
 
 from __future__ import annotations
 
@@ -11,12 +12,21 @@ from datetime import date
 
 import msgspec
 
-from app.answers.schemas import ExplanationRequest, ExplanationResponse
+from app.answers.schemas import (
+    ExplanationRequest,
+    ExplanationResponse,
+    PaymentOut,
+    StatementOut,
+    TotalsOut,
+    Usage,
+)
 from app.data.tenants import Principal
 from app.domain.facts import BillFacts
+from app.domain.plan import AnyClaim
 from app.domain.reasons import Reason
 from app.domain.records import AccountHistory
-from app.domain.vocabulary import Channel, Intent, Locale
+from app.domain.vocabulary import Channel, Intent, Locale, Source
+from app.prompts import PROMPT_VERSION
 from app.timing import Stopwatch
 
 
@@ -82,3 +92,42 @@ async def final_answer(events: AsyncIterator[ChatEvent]) -> ExplanationResponse:
             answer = event.answer
     assert answer is not None, "a conversation always ends with its Final event"
     return answer
+
+
+def respond(
+    turn: Turn,
+    *,
+    explanation: str,
+    source: Source,
+    model: str | None,
+    usage: Usage | None,
+    plan: list[AnyClaim] | None = None,
+) -> ExplanationResponse:
+    """The answer to a turn: its facts, with the text served and where it came from (the audit fills
+    in the timings)."""
+    facts, s = turn.facts, turn.facts.statement
+    return ExplanationResponse(
+        answer_id=str(turn.ask.audit_id),
+        account_ref=facts.account_ref,
+        currency=facts.currency,
+        statement=StatementOut(
+            period_start=s.period_start, period_end=s.period_end, due_date=s.due_date, minimum_due=s.minimum_due
+        ),
+        totals=TotalsOut(current=s.new_balance, previous=facts.previous_balance, difference=facts.difference),
+        drivers=facts.drivers,
+        payment=PaymentOut(
+            status=facts.payment.status,
+            paid_amount=facts.payment.paid_amount,
+            outstanding=facts.payment.outstanding,
+            as_of=facts.as_of,
+        ),
+        explanation=explanation,
+        locale=turn.locale,
+        source=source,
+        intent=turn.intent,
+        prompt_version=PROMPT_VERSION,
+        timings_ms={},  # the audit fills them in, as the answer is returned
+        model=model,
+        usage=usage,
+        plan=plan,
+    )

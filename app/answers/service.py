@@ -1,13 +1,14 @@
 """The answer service: the straight line from a question to an audited answer.
 
 admission -> records, or a cached answer (found and audited by the same statement) -> facts -> intent
--> deterministic text -> prompt -> engine -> validation -> cache -> audit
+-> prompt -> engine's plan, each claim checked and said (app/answers/generation.py) -> cache -> audit
+(the deterministic text only when the plan is not served)
 
 Built once per process (the app's lifespan, the CLI, the batch worker) around the collaborators
 that outlive a request: the database, the engine, the admission scheduler and the settings.
 `converse` gives an answer as events, for the people who wait for it (chat widget, console): the
-facts first, then the text as the model writes it, then the validated answer (or the deterministic
-text that replaces it); `explain` gives its last event, the whole answer (JSON API, batch)."""
+facts first, then the text claim by claim as the model plans it, then the audited answer (or the
+deterministic text that replaces it); `explain` gives its last event, the whole answer (JSON API, batch)."""
 
 from __future__ import annotations
 
@@ -21,19 +22,19 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.answers import cache
-from app.answers.cache import CACHEABLE_INTENTS, CacheKey
+from app.answers.cache import CacheKey
 from app.answers.generation import Outcome, generate, plan_request
-from app.answers.messages import Ask, ChatEvent, Delta, Facts, Final, Replace, Turn, final_answer
+from app.answers.messages import Ask, ChatEvent, Delta, Facts, Final, Replace, Turn, final_answer, respond
 from app.answers.realize import Realizer
-from app.answers.schemas import ExplanationRequest, ExplanationResponse, PaymentOut, StatementOut, TotalsOut, Usage
+from app.answers.schemas import ExplanationRequest, ExplanationResponse
 from app.data.audit import AuditRow, record_answer
 from app.data.database import autocommit
 from app.data.driver_pool import DriverPool
-from app.data.history import Lookup, load_records
+from app.data.history import load_records
 from app.data.tenants import Principal, principal_for
 from app.domain.facts import compute_facts
-from app.domain.intents import CANONICAL_QUESTIONS, classify, label_keys, mentioned, provisional
-from app.domain.plan import AnyClaim, PlanCheck
+from app.domain.intents import CANONICAL_QUESTIONS, classify, label_keys, mentioned
+from app.domain.plan import PlanCheck
 from app.domain.priority import QUEUE_DEADLINE_S, effective_level
 from app.domain.reasons import Reason
 from app.domain.vocabulary import Source
@@ -42,7 +43,7 @@ from app.inference.engine import Engine
 from app.inference.factory import build_engine
 from app.inference.scheduler import Hooks, Ledger, Scheduler
 from app.metrics import ANSWER_FIRST_TEXT_BY, ANSWER_SECONDS_BY, ANSWERS_BY, FALLBACKS_BY
-from app.prompts import PROMPT_VERSION, render_fallback, render_prompt
+from app.prompts import render_fallback, render_prompt
 from app.settings import Settings
 
 log = structlog.get_logger("bill_assistant.answers")
@@ -103,7 +104,7 @@ class AnswerService:
                 yield Delta(turn.explanation)
                 yield Final(turn)
                 return
-            yield Facts(self._response(turn, explanation="", source="fallback", model=None, usage=None))
+            yield Facts(respond(turn, explanation="", source="fallback", model=None, usage=None))
             if ask.use_cache and not ask.canonical:
                 self._fill_cache_later(turn)
             if self.llm is not None and turn.intent != "out_of_scope":  # a polite refusal needs no model
@@ -138,7 +139,7 @@ class AnswerService:
         that answer, found and audited with the records' round trip (app/data/history.py)."""
         request, stopwatch = ask.request, ask.stopwatch
         as_of = request.as_of or ask.today
-        lookup = self._lookup(ask)
+        lookup = cache.lookup(ask, self.llm)
         with stopwatch.stage("db"):
             async with self.pool.connection() as conn:
                 records = await load_records(
@@ -162,49 +163,11 @@ class AnswerService:
         locale = request.locale or history.customer_locale
         return Turn(ask=ask, level=level, history=history, facts=facts, intent=intent, locale=locale, as_of=as_of)
 
-    def _lookup(self, ask: Ask) -> Lookup | None:
-        """What the answer cache is asked, if the question may have a cached answer: a validated model
-        answer to the intent's canonical question about the same data, template and engine."""
-        if self.llm is None or not ask.use_cache:
-            return None
-        question, stopwatch = ask.request.question, ask.stopwatch
-        intent, labels_matter = provisional(question)
-        if intent not in CACHEABLE_INTENTS:
-            return None
-        return Lookup(
-            intent=intent,
-            locale=ask.request.locale,
-            prompt_version=PROMPT_VERSION,
-            engine_profile=self.llm.profile,
-            customer_ref=ask.customer_ref,
-            labels_matter=labels_matter,
-            question=question,
-            audit_id=ask.audit_id,
-            channel=ask.channel,
-            # The hit's audit row is written before the statement ends: it holds the stages up to it.
-            timings=msgspec.json.encode(stopwatch.snapshot()).decode(),
-            stage_starts=msgspec.json.encode(stopwatch.starts).decode(),
-        )
-
-    def _cache_key(self, turn: Turn) -> CacheKey | None:
-        if self.llm is None or turn.intent not in CACHEABLE_INTENTS:
-            return None
-        return CacheKey(
-            tenant_id=turn.ask.principal.tenant_id,
-            statement_id=turn.facts.statement.id,
-            data_version=turn.history.statements[-1].data_version,
-            intent=turn.intent,
-            locale=turn.locale,
-            prompt_version=PROMPT_VERSION,
-            engine_profile=self.llm.profile,
-            as_of=turn.as_of,
-        )
-
     def _fill_cache_later(self, turn: Turn) -> None:
         """After a miss, answer the intent's canonical question about this statement at batch
         priority (behind every person), so that the next question of that intent is a cache hit.
         At most one such answer per key at a time; shed or failed, it is simply not cached."""
-        key = self._cache_key(turn)
+        key = cache.key(turn, self.llm)
         if key is None or key in self._filling or not self.settings.answer_cache_fill:
             return
         request = ExplanationRequest(
@@ -293,50 +256,13 @@ class AnswerService:
             FALLBACKS_BY(reason.rule).inc()
         if explanation is None:
             explanation = self._deterministic(turn)
-        answer = self._response(turn, explanation=explanation, source=source, model=model, usage=usage, plan=plan)
-        key = self._cache_key(turn)
+        answer = respond(turn, explanation=explanation, source=source, model=model, usage=usage, plan=plan)
+        key = cache.key(turn, self.llm)
         if source == "model" and turn.ask.canonical and key is not None:  # checked canonical answers only
             labels = label_keys(e.label for e in turn.facts.entries)
             async with autocommit(self.db) as conn:
                 await cache.store(conn, key, msgspec.json.encode(answer).decode(), labels)
         return await self._audit(turn, answer, reason), reason
-
-    def _response(
-        self,
-        turn: Turn,
-        *,
-        explanation: str,
-        source: Source,
-        model: str | None,
-        usage: Usage | None,
-        plan: list[AnyClaim] | None = None,
-    ) -> ExplanationResponse:
-        facts, s = turn.facts, turn.facts.statement
-        return ExplanationResponse(
-            answer_id=str(turn.ask.audit_id),
-            account_ref=facts.account_ref,
-            currency=facts.currency,
-            statement=StatementOut(
-                period_start=s.period_start, period_end=s.period_end, due_date=s.due_date, minimum_due=s.minimum_due
-            ),
-            totals=TotalsOut(current=s.new_balance, previous=facts.previous_balance, difference=facts.difference),
-            drivers=facts.drivers,
-            payment=PaymentOut(
-                status=facts.payment.status,
-                paid_amount=facts.payment.paid_amount,
-                outstanding=facts.payment.outstanding,
-                as_of=facts.as_of,
-            ),
-            explanation=explanation,
-            locale=turn.locale,
-            source=source,
-            intent=turn.intent,
-            prompt_version=PROMPT_VERSION,
-            timings_ms={},  # the audit fills them in, as the answer is returned
-            model=model,
-            usage=usage,
-            plan=plan,
-        )
 
     async def _audit(self, turn: Turn, answer: ExplanationResponse, reason: Reason | None) -> ExplanationResponse:
         """Every answered request leaves a row (its own id: a cache hit repeats an earlier answer's id)."""

@@ -278,10 +278,12 @@ def plan_grammar(intent: Intent, drivers: int, transactions: int) -> str:
         kind = claim["properties"]["claim"]["const"]
         name = kind.replace("_", "-")
         names.append(name)
-        parts = []
+        parts: list[str] = []
         for key, prop in claim["properties"].items():
-            values = [prop["const"]] if "const" in prop else prop.get("enum") or list(
-                range(prop["minimum"], prop["maximum"] + 1)
+            values = (
+                [prop["const"]]
+                if "const" in prop
+                else prop.get("enum") or list(range(prop["minimum"], prop["maximum"] + 1))
             )
             choice = " | ".join(_gbnf(json_value(v)) for v in values)
             part = ('", " ' if parts else "") + f"{_gbnf(json_value(key) + ': ')} ({choice})"
