@@ -32,7 +32,9 @@ DriverDirection = Literal["up", "down"]
 Action = Literal["pay", "agent"]
 
 
-class Claim(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="claim"):
+class Claim(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="claim"
+):
     wording: Literal[1, 2] = 1  # which reviewed wording says it
 
 
@@ -151,6 +153,8 @@ class PlanCheck:
     def check(self, claim: Claim) -> Reason | None:
         kind = kind_of(claim)
         facts, status = self.facts, self.facts.payment.status
+        if len(self.seen) == MAX_CLAIMS:
+            return Reason(rule="invalid_plan", detail=f"more than {MAX_CLAIMS} claims")
         if kind not in FITS[self.intent]:
             return Reason(rule="off_intent", detail=f"{kind} for {self.intent}")
         if isinstance(claim, Change) and claim.direction != sign_word(facts.difference):
@@ -244,16 +248,19 @@ def _kinds(intent: Intent, drivers: int, transactions: int) -> list[str]:
 
 @functools.lru_cache(maxsize=512)
 def plan_schema(intent: Intent, drivers: int, transactions: int) -> dict[str, Any]:
-    """The JSON schema of a plan for this intent: its lead first (`prefixItems`), then what fits the
-    intent, indices bounded by what FACTS number (a few distinct schemas: the engines compile each
+    """The JSON schema of a plan for this intent: its lead first (`prefixItems`), then the other claims
+    that fit the intent, indices bounded by what FACTS number (a few distinct schemas: the engines compile each
     grammar once). Callers must not modify it."""
     kinds = _kinds(intent, drivers, transactions)
     schemas = {k: _claim_schema(k, min(drivers, MAX_DRIVERS), transactions) for k in kinds}
     lead = [schemas[k] for k in kinds if k in LEAD[intent]]
+    # The lead is said once (a small model otherwise repeats it to the token limit); a charge
+    # answer may still name a second transaction.
+    rest = [schemas[k] for k in kinds if k not in LEAD[intent] or k == "transaction"]
     array = {
         "type": "array",
         "prefixItems": [{"anyOf": lead}],
-        "items": {"anyOf": list(schemas.values())},
+        "items": {"anyOf": rest},
         "minItems": 1,
         "maxItems": MAX_CLAIMS,
     }
@@ -273,11 +280,11 @@ def plan_grammar(intent: Intent, drivers: int, transactions: int) -> str:
     schema = plan_schema(intent, drivers, transactions)
     array = schema["properties"]["claims"]
     rules = {"root": f'"{{\\"claims\\": [" lead (", " claim){{0,{MAX_CLAIMS - 1}}} "]}}"'}
-    names = []
-    for claim in array["items"]["anyOf"]:
+    for claim in array["prefixItems"][0]["anyOf"] + array["items"]["anyOf"]:
         kind = claim["properties"]["claim"]["const"]
         name = kind.replace("_", "-")
-        names.append(name)
+        if name in rules:
+            continue  # a charge's transaction: lead and rest
         parts: list[str] = []
         for key, prop in claim["properties"].items():
             values = (
@@ -289,10 +296,13 @@ def plan_grammar(intent: Intent, drivers: int, transactions: int) -> str:
             part = ('", " ' if parts else "") + f"{_gbnf(json_value(key) + ': ')} ({choice})"
             parts.append(part if key in claim["required"] else f"({part})?")
         rules[name] = '"{" ' + " ".join(parts) + ' "}"'
-    leads = [c["properties"]["claim"]["const"].replace("_", "-") for c in array["prefixItems"][0]["anyOf"]]
-    rules["lead"] = " | ".join(leads)
-    rules["claim"] = " | ".join(names)
+    rules["lead"] = " | ".join(_rule(c) for c in array["prefixItems"][0]["anyOf"])
+    rules["claim"] = " | ".join(_rule(c) for c in array["items"]["anyOf"])
     return "\n".join(f"{name} ::= {rule}" for name, rule in rules.items()) + "\n"
+
+
+def _rule(claim_schema: dict[str, Any]) -> str:
+    return str(claim_schema["properties"]["claim"]["const"]).replace("_", "-")
 
 
 def json_value(value: Any) -> str:

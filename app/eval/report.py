@@ -56,7 +56,10 @@ class Summary(msgspec.Struct, frozen=True, kw_only=True):
     served_as_model: int
     served_share: float
     fallbacks: dict[str, int]  # fallback rule -> cases
-    errors: dict[str, int]  # key-field error kind -> cases with at least one
+    # Answers served as the model's whose text has a key-field error: none, by construction (the
+    # service says checked claims in reviewed wordings); counted so that a regression shows.
+    served_errors: int
+    errors: dict[str, int]  # key-field error kind -> cases with at least one (served text or refused plan)
     error_rates: dict[str, float]  # the same per case run
     ttft_ms: Latency
     e2e_ms: Latency
@@ -83,6 +86,7 @@ def summarize(profile: Profile, model: str, results: Sequence[CaseResult]) -> Su
         served_as_model=served,
         served_share=served / n if n else 0.0,
         fallbacks=dict(Counter(r.reason for r in results if r.reason is not None).most_common()),
+        served_errors=sum(r.served_as_model and bool(r.findings) for r in results),
         errors=errors,
         error_rates={kind: count / n if n else 0.0 for kind, count in errors.items()},
         ttft_ms=_latency([r.ttft_ms for r in results if r.ttft_ms is not None]),
@@ -102,6 +106,8 @@ DEFAULT_THRESHOLDS = Thresholds()
 def gate(baseline: Summary, candidate: Summary, limits: Thresholds = DEFAULT_THRESHOLDS) -> list[str]:
     """The thresholds the candidate fails against the baseline, each as one line; empty: it passes."""
     failed = []
+    if candidate.served_errors:
+        failed.append(f"key-field errors served: {candidate.served_errors} answers (any fails)")
     flips = candidate.errors["status_flip"] - baseline.errors["status_flip"]
     if flips > limits.status_flip_increase:
         failed.append(

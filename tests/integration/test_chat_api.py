@@ -29,23 +29,25 @@ from app.security import CustomerClaims, issue_token, read_token
 from app.settings import Settings
 from tests.factories import account, customer, document
 from tests.fakes.sglang_server import RunningFake, Script
+from tests.plans import CHANGE_UP, DRIVER_1_UP, GOOD, GOOD_SHOWN, plan
 from tests.servers import ThreadedServer
 
 QUESTION = "Why is my bill higher than last month?"
 SECRET = "test-secret"
-# The model writes slots, sentence by sentence; the customer reads each sentence filled, once it passed.
-GOOD = (
-    "Your new balance is {new_balance}. That is {difference} more than last month. "
-    "It comes from {driver_1} ({driver_1_amount}). The minimum payment of {minimum_due} is due on {due_date}."
+# The model writes a plan (tests/plans.py); the customer reads its claims in reviewed wordings, one
+# delta per claim, released once the plan holds what the question needs (the change and its cause).
+_CAUSE = GOOD_SHOWN.index(" The largest change")
+GOOD_DELTAS = [GOOD_SHOWN[:_CAUSE], GOOD_SHOWN[_CAUSE:]]  # the change, then its cause
+# The third claim contradicts the facts (the statement is unpaid); the two before it were already said.
+BAD = plan(CHANGE_UP, DRIVER_1_UP, {"claim": "payment_status", "status": "paid"})
+# A longer plan, for hanging up while the model still writes it.
+LONG = plan(
+    CHANGE_UP,
+    DRIVER_1_UP,
+    {"claim": "minimum_due"},
+    {"claim": "period"},
+    {"claim": "next_step", "action": "agent"},
 )
-GOOD_SHOWN = [
-    "Your new balance is 124.99 EUR.",
-    " That is 12.00 EUR more than last month.",
-    " It comes from purchases at “City Gym” (12.00 EUR).",
-    " The minimum payment of 25.00 EUR is due on 25 November 2026.",
-]
-# The second sentence contradicts the facts (the statement is unpaid); the third is never reached.
-BAD = "Your new balance is {new_balance}. Your payment has been received, thank you. Your bill is {status}."
 
 
 def settings(**extra: str) -> Settings:
@@ -215,7 +217,7 @@ async def token_for_status(client: Any, key: str) -> int:
 async def test_a_validated_model_answer_streams_in_pieces(
     database_url: str, bank: Any, fake_sglang: RunningFake
 ) -> None:
-    fake_sglang.fake.default = Script(text=json.dumps({"answer": GOOD}))
+    fake_sglang.fake.default = Script(text=GOOD)
     async with AsyncTestClient(app=create_app(llm_settings(fake_sglang), database_url)) as client:
         r = await ask(client, await token_for(client, bank.key))
     stream = events(r.text)
@@ -224,9 +226,10 @@ async def test_a_validated_model_answer_streams_in_pieces(
     assert names[-1] == "final"
     assert "replace" not in names
     deltas = [data["text"] for name, data in stream if name == "delta"]
-    assert deltas[:4] == GOOD_SHOWN  # sentence by sentence, each filled once it passed
-    assert "".join(deltas) == "".join(GOOD_SHOWN) == stream[-1][1]["explanation"]
+    assert deltas == GOOD_DELTAS  # claim by claim, each said once the plan held it
+    assert "".join(deltas) == GOOD_SHOWN == stream[-1][1]["explanation"]
     assert stream[-1][1]["source"] == "model"
+    assert stream[-1][1]["plan"] == [{**CHANGE_UP, "wording": 1}, {**DRIVER_1_UP, "wording": 1}]
     assert fake_sglang.fake.requests[-1]["priority"] == sglang_priority(
         3
     )  # the widget channel of an interactive tenant
@@ -235,18 +238,18 @@ async def test_a_validated_model_answer_streams_in_pieces(
 async def test_an_answer_that_fails_validation_is_replaced(
     database_url: str, bank: Any, fake_sglang: RunningFake
 ) -> None:
-    fake_sglang.fake.default = Script(text=json.dumps({"answer": BAD}))
+    fake_sglang.fake.default = Script(text=BAD)
     async with AsyncTestClient(app=create_app(llm_settings(fake_sglang), database_url)) as client:
         r = await ask(client, await token_for(client, bank.key))
     stream = events(r.text)
     names = [name for name, _ in stream]
     assert names[0] == "facts"
     assert names[-2:] == ["replace", "final"]
-    # Only the first sentence was shown; the contradiction never left the server...
-    assert [d["text"] for n, d in stream if n == "delta"] == ["Your new balance is 124.99 EUR."]
-    assert "has been received" not in r.text
+    # Only the claims before the contradiction were said; "paid" never left the server...
+    assert [d["text"] for n, d in stream if n == "delta"] == GOOD_DELTAS
+    assert "payment status" not in r.text
     replace, final = stream[-2][1], stream[-1][1]
-    assert replace["reason"] == "status_claim:payment has"
+    assert replace["reason"] == "status_claim:paid, the facts say unpaid"
     assert replace["text"] == final["explanation"]  # ...and the deterministic answer replaces the first
     assert final["source"] == "fallback"
     assert final["explanation"].startswith("Your statement for 1 October 2026 to 31 October 2026")
@@ -266,7 +269,7 @@ async def test_shedding_is_an_http_status_before_the_stream(chat_client: Any, ba
 async def test_closing_the_stream_aborts_the_engine_request(
     database_url: str, bank: Any, fake_sglang: RunningFake
 ) -> None:
-    fake_sglang.fake.default = Script(text=json.dumps({"answer": GOOD * 3}), token_delay_s=0.2)
+    fake_sglang.fake.default = Script(text=LONG, token_delay_s=0.05)
     app = create_app(llm_settings(fake_sglang), database_url)
     server = ThreadedServer(app)
     try:

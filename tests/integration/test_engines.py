@@ -8,8 +8,10 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+import msgspec
 import pytest
 
+from app.domain.plan import MAX_CLAIMS, Plan, plan_grammar
 from app.errors import EngineError
 from app.inference.embedded import EmbeddedEngine
 from app.inference.engine import Engine, Finished, GenerationRequest, TextDelta
@@ -217,3 +219,16 @@ async def test_sglang_answers_reuse_one_connection(fake_sglang: RunningFake) -> 
         await client.close()
     assert len(fake_sglang.fake.connections) == 10
     assert len(set(fake_sglang.fake.connections)) == 1
+
+
+async def test_the_embedded_engine_decodes_under_the_plan_grammar(embedded_engine: EmbeddedEngine) -> None:
+    """The compact GBNF form of a plan (llama.cpp's own schema conversion lets a small model write
+    whitespace until the token limit): the output is a plan that opens with the intent's lead."""
+    grammar = plan_grammar("payment", 0, 0)
+    text, final = await run(
+        embedded_engine, request("Did my payment arrive? Plan the answer.", max_tokens=160, grammar=grammar)
+    )
+    assert final.finish_reason == "stop", text
+    assert text.startswith('{"claims": [{"claim": "payment_status", "status": "')
+    plan = msgspec.json.decode(text, type=Plan)
+    assert 1 <= len(plan.claims) <= MAX_CLAIMS

@@ -1,5 +1,6 @@
 """`bill-assistant eval`: the key-field gate, with the fake SGLang server scripted per golden case
-(a correct profile and one that flips 已还款/未还款), and three cases on the real embedded model."""
+(a profile that plans correctly and one whose plan flips the payment status: the seed's
+已还款/未还款 incident), and three cases on the real embedded model."""
 
 from __future__ import annotations
 
@@ -14,40 +15,35 @@ from click.testing import CliRunner, Result
 from app.cli import main
 from app.eval import golden
 from app.eval.run import demo_policy
+from app.domain.intents import mentioned
+from app.domain.plan import PlanCheck
 from app.prompts import render_prompt
 from app.settings import get_settings
 from tests.fakes.sglang_server import RunningFake, Script
+from tests.plans import plan, true_plan
 
-# The zh-CN payment questions whose answer the flipping profile turns around.
-FLIPPED = {  # each with a prompt of its own (the prompt carries slot names, not values: cases can share one)
-    "G-CNY-1/2026-11-05/zh-CN/payment": "您的本期账单已还款。",  # unpaid, said to be repaid: the seed incident
-    "G-USD-1/2026-11-30/zh-CN/payment": "您的本期账单已还款。",  # overdue
-    "G-CNY-1/2026-11-20/zh-CN/payment": "您的本期账单未还款。",  # paid, said not to be
-    "G-EUR-1/2026-11-15/zh-CN/payment": "您的本期账单未还款。",
+# The zh-CN payment questions whose plan the flipping profile turns around: the status it claims.
+FLIPPED = {
+    "G-CNY-1/2026-11-05/zh-CN/payment": "paid",  # unpaid, said to be repaid: the seed incident
+    "G-USD-1/2026-11-30/zh-CN/payment": "paid",  # overdue
+    "G-CNY-1/2026-11-20/zh-CN/payment": "unpaid",  # paid, said not to be
+    "G-EUR-1/2026-11-15/zh-CN/payment": "unpaid",
 }
 KINDS = ["status_flip", "wrong_amount", "wrong_direction", "wrong_driver"]
 
 
-def _answer(text: str) -> Script:
-    return Script(text=json.dumps({"answer": text}, ensure_ascii=False), token_delay_s=0.0)
-
-
-# A correct answer in slots, as the prompt asks: true of every case.
-CORRECT = {
-    "en": "Your new balance is {new_balance}. The status of this statement: {status}.",
-    "zh-CN": "您本期新余额为{new_balance}。账单状态：{status}。",
-}
-
-
 def scripted(flip: bool) -> Callable[[str], Script | None]:
-    """Answers each golden prompt correctly (in slots), or with the flipped status."""
+    """Plans each golden case correctly, or with the flipped status."""
     policy, template = demo_policy(), get_settings().chat_template
     answers = {}
     for case in golden.load():
         prompt = render_prompt(policy=policy, intent=case.intent, facts=case.facts, question=case.question,
-                               locale=case.locale, chat_template=template)  # fmt: skip
-        text = FLIPPED[case.id] if flip and case.id in FLIPPED else CORRECT[case.locale]
-        answers[prompt.text] = _answer(text)
+                               chat_template=template, focus=PlanCheck(case.facts, case.intent, mentioned(
+                                   case.question, {e.label for e in case.facts.entries})).focus)  # fmt: skip
+        text = true_plan(case.facts, case.intent, case.question)
+        if flip and case.id in FLIPPED:
+            text = plan({"claim": "payment_status", "status": FLIPPED[case.id]})
+        answers[prompt.text] = Script(text=text, token_delay_s=0.0)
     return answers.get
 
 
@@ -89,25 +85,27 @@ def test_the_gate_fails_a_candidate_that_flips_the_payment_status(
     }  # fmt: skip
     good, flips = data["profiles"]
     assert set(good) == {
-        "label", "engine", "target", "model", "cases", "served_as_model", "served_share", "fallbacks", "errors",
+        "label", "engine", "target", "model", "cases", "served_as_model", "served_share", "fallbacks", "served_errors",
+        "errors",
         "error_rates", "ttft_ms", "e2e_ms", "tokens", "results",
     }  # fmt: skip
     assert (good["label"], good["engine"], good["target"], good["cases"]) == ("good", "sglang", fake_sglang.url, 80)
     assert good["errors"] == dict.fromkeys(KINDS, 0)
-    assert (good["served_as_model"], good["served_share"], good["fallbacks"]) == (80, 1.0, {})
+    assert (good["served_as_model"], good["served_share"], good["fallbacks"], good["served_errors"]) == (80, 1.0, {}, 0)
+    assert (flips["served_as_model"], flips["fallbacks"], flips["served_errors"]) == (76, {"status_claim": 4}, 0)
     assert flips["errors"] == {"status_flip": 4, "wrong_amount": 0, "wrong_direction": 0, "wrong_driver": 0}
     assert flips["error_rates"]["status_flip"] == 4 / 80
     flipped = {r["id"]: [f["detail"] for f in r["findings"]] for r in flips["results"] if r["findings"]}
     assert flipped == {
-        "G-CNY-1/2026-11-05/zh-CN/payment": ["payment_made (unpaid)"],
-        "G-USD-1/2026-11-30/zh-CN/payment": ["payment_made (overdue)"],
-        "G-CNY-1/2026-11-20/zh-CN/payment": ["unpaid (paid)"],
-        "G-EUR-1/2026-11-15/zh-CN/payment": ["unpaid (paid)"],
+        "G-CNY-1/2026-11-05/zh-CN/payment": ["plan: status_claim:paid, the facts say unpaid"],
+        "G-USD-1/2026-11-30/zh-CN/payment": ["plan: status_claim:paid, the facts say overdue"],
+        "G-CNY-1/2026-11-20/zh-CN/payment": ["plan: status_claim:unpaid, the facts say paid"],
+        "G-EUR-1/2026-11-15/zh-CN/payment": ["plan: status_claim:unpaid, the facts say paid"],
     }
     assert set(good["ttft_ms"]) == {"p50", "p99"}
     assert good["ttft_ms"]["p50"] > 0
     assert good["tokens"]["completion"] == sum(r["completion_tokens"] for r in good["results"])
-    assert good["tokens"]["completion"] > 1000
+    assert good["tokens"]["completion"] > 500
     assert data["gate"]["passed"] is False
     assert data["gate"]["failures"][0] == "status flips: 4 against 0 (any increase fails)"
 

@@ -22,7 +22,7 @@ from tests.plans import CHANGE_UP, DRIVER_1_UP, plan
 
 FACTS = compute_facts(history(GYM, [SEP, OCT]), date(2026, 11, 10))  # 12.00 higher, City Gym; unpaid
 CHANGE = "Your bill is 12.00 EUR higher than last month: the new balance is 124.99 EUR, against 112.99 EUR"
-DRIVER = " The largest change is purchases at “City Gym”, which went up by 12.00 EUR."
+DRIVER = " The largest change is purchases at “City Gym”: 12.00 EUR more than on your previous statement."
 
 
 class ScriptedEngine:
