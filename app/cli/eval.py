@@ -30,6 +30,12 @@ from app.cli.common import load_settings
 @click.option("--concurrency", type=click.IntRange(min=1), default=2, show_default=True)
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the JSON report.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the HTML report.")
+@click.option(
+    "--answers",
+    "answers_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write ten answers per locale of the first profile beside the deterministic ones (Markdown).",
+)
 def eval_cmd(
     profiles: tuple[str, ...],
     baseline: str | None,
@@ -38,6 +44,7 @@ def eval_cmd(
     concurrency: int,
     json_path: Path | None,
     html_path: Path | None,
+    answers_path: Path | None,
 ) -> None:
     """Run the golden set against engine profiles; with --baseline and --candidate, gate the candidate."""
     import msgspec
@@ -95,6 +102,14 @@ def eval_cmd(
     if html_path:
         html_path.write_text(html_report(report), encoding="utf-8")
         click.echo(f"HTML report written to {html_path}")
+    if answers_path:
+        from app.eval.answers import answers_markdown
+        from app.eval.run import demo_policy
+
+        first = summaries[0]
+        text = answers_markdown(first.label, cases, first.results, policy=demo_policy(), per_locale=10)
+        answers_path.write_text(text, encoding="utf-8")
+        click.echo(f"answers written to {answers_path}")
     if verdict is not None:
         if verdict.passed:
             click.echo(f"gate passed: {candidate} is not worse than {baseline}")

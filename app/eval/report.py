@@ -55,6 +55,7 @@ class Summary(msgspec.Struct, frozen=True, kw_only=True):
     cases: int
     served_as_model: int
     served_share: float
+    served_by_locale: dict[str, float]  # the served share of each locale's cases
     fallbacks: dict[str, int]  # fallback rule -> cases
     # Answers served as the model's whose text has a key-field error: none, by construction (the
     # service says checked claims in reviewed wordings); counted so that a regression shows.
@@ -85,6 +86,11 @@ def summarize(profile: Profile, model: str, results: Sequence[CaseResult]) -> Su
         cases=n,
         served_as_model=served,
         served_share=served / n if n else 0.0,
+        served_by_locale={
+            locale: sum(r.served_as_model for r in mine) / len(mine)
+            for locale in sorted({r.locale for r in results})
+            if (mine := [r for r in results if r.locale == locale])
+        },
         fallbacks=dict(Counter(r.reason for r in results if r.reason is not None).most_common()),
         served_errors=sum(r.served_as_model and bool(r.findings) for r in results),
         errors=errors,
@@ -156,14 +162,15 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
 def table(summaries: Sequence[Summary]) -> str:
     """The figures as text, one profile a line."""
     header = f"{'profile':<16} {'cases':>5} {'served':>7} " + " ".join(f"{k:>15}" for k in KINDS)
-    header += f" {'TTFT P50':>9} {'P99':>8} {'e2e P50':>9} {'P99':>8}  fallbacks"
+    header += f" {'TTFT P50':>9} {'P99':>8} {'e2e P50':>9} {'P99':>8}  served by locale; fallbacks"
     lines = [header]
     for s in summaries:
         kinds = " ".join(f"{s.errors[k]:>6} ({s.error_rates[k]:>5.1%})" for k in KINDS)
         lines.append(
             f"{s.label:<16} {s.cases:>5} {s.served_share:>7.1%} {kinds} "
             f"{_ms(s.ttft_ms.p50):>9} {_ms(s.ttft_ms.p99):>8} {_ms(s.e2e_ms.p50):>9} {_ms(s.e2e_ms.p99):>8}  "
-            f"{s.fallbacks or ''}"
+            + " ".join(f"{locale} {share:.1%}" for locale, share in s.served_by_locale.items())
+            + f"; {s.fallbacks or ''}"
         )
     return "\n".join(lines)
 

@@ -229,7 +229,7 @@ async def test_a_validated_model_answer_streams_in_pieces(
     assert deltas == GOOD_DELTAS  # claim by claim, each said once the plan held it
     assert "".join(deltas) == GOOD_SHOWN == stream[-1][1]["explanation"]
     assert stream[-1][1]["source"] == "model"
-    assert stream[-1][1]["plan"] == [{**CHANGE_UP, "wording": 1}, {**DRIVER_1_UP, "wording": 1}]
+    assert stream[-1][1]["plan"] == [CHANGE_UP, DRIVER_1_UP]
     assert fake_sglang.fake.requests[-1]["priority"] == sglang_priority(
         3
     )  # the widget channel of an interactive tenant
@@ -331,3 +331,4 @@ async def test_one_log_event_per_stream_without_the_token(database_url: str, ban
     assert (event["intent"], event["source"]) == ("out_of_scope", "fallback")  # it mentions a PIN
     assert token not in str(logs)
     assert ("4821" in str(logs)) == (log_questions == "1")
+

@@ -35,11 +35,11 @@ from app.security import hash_password, verify_password
 from app.settings import Settings, get_settings
 from tests.factories import account, customer, document
 from tests.fakes.sglang_server import RunningFake, Script
+from tests.plans import GOOD, GOOD_SHOWN
 
 PASSWORD = "correct horse battery staple"
 QUESTION = "Why is my bill higher than last month?"
-GOOD = "Your new balance is {new_balance}, {difference} more than last month, because of {driver_1}."
-SHOWN = "Your new balance is 124.99 EUR, 12.00 EUR more than last month, because of purchases at “City Gym”."
+SHOWN = GOOD_SHOWN  # what the customer (and the agent) reads for the plan GOOD
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 Client = AsyncTestClient[Any]
 
@@ -82,7 +82,7 @@ async def console(database_url: str) -> AsyncIterator[Client]:
 
 @pytest.fixture
 async def model_console(database_url: str, fake_sglang: RunningFake) -> AsyncIterator[Client]:
-    fake_sglang.fake.default = Script(text=json.dumps({"answer": GOOD}))
+    fake_sglang.fake.default = Script(text=GOOD)
     settings = _settings(ENGINE="sglang", SGLANG_URL=fake_sglang.url, SGLANG_MODEL="fake/model")
     async with AsyncTestClient(app=create_app(settings, database_url)) as client:
         yield client

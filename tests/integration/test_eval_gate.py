@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from app.cli import main
-from app.eval import golden
-from app.eval.run import demo_policy
 from app.domain.intents import mentioned
 from app.domain.plan import PlanCheck
+from app.eval import golden
+from app.eval.run import demo_policy
 from app.prompts import render_prompt
 from app.settings import get_settings
 from tests.fakes.sglang_server import RunningFake, Script
@@ -85,14 +85,16 @@ def test_the_gate_fails_a_candidate_that_flips_the_payment_status(
     }  # fmt: skip
     good, flips = data["profiles"]
     assert set(good) == {
-        "label", "engine", "target", "model", "cases", "served_as_model", "served_share", "fallbacks", "served_errors",
-        "errors",
+        "label", "engine", "target", "model", "cases", "served_as_model", "served_share", "served_by_locale",
+        "fallbacks", "served_errors", "errors",
         "error_rates", "ttft_ms", "e2e_ms", "tokens", "results",
     }  # fmt: skip
     assert (good["label"], good["engine"], good["target"], good["cases"]) == ("good", "sglang", fake_sglang.url, 80)
     assert good["errors"] == dict.fromkeys(KINDS, 0)
     assert (good["served_as_model"], good["served_share"], good["fallbacks"], good["served_errors"]) == (80, 1.0, {}, 0)
     assert (flips["served_as_model"], flips["fallbacks"], flips["served_errors"]) == (76, {"status_claim": 4}, 0)
+    assert good["served_by_locale"] == {"en": 1.0, "zh-CN": 1.0}
+    assert flips["served_by_locale"] == {"en": 1.0, "zh-CN": 40 / 44}  # 44 zh-CN cases, 4 flipped
     assert flips["errors"] == {"status_flip": 4, "wrong_amount": 0, "wrong_direction": 0, "wrong_driver": 0}
     assert flips["error_rates"]["status_flip"] == 4 / 80
     flipped = {r["id"]: [f["detail"] for f in r["findings"]] for r in flips["results"] if r["findings"]}

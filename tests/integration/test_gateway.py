@@ -1,6 +1,6 @@
 """The service behind SGLang's real model gateway (`smg` 1.13, a subprocess) in front of two fake SGLang
 workers: answers and streams pass through, the priority reaches the worker, a tenant's requests
-follow its prompt prefix to one worker, a hang-up or a failed sentence stops the worker's
+follow its prompt prefix to one worker, a hang-up or a failed claim stops the worker's
 generation, and a stopped worker costs only the answers it was writing.
 
 What smg does with the native API, as measured here: it proxies `POST /generate` (SSE included)
@@ -12,10 +12,11 @@ that dies mid-stream ends the stream with `data: {"error": ...}` then `[DONE]`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +31,24 @@ from app.inference.engine import Finished, GenerationRequest, TextDelta
 from app.inference.sglang import SGLangEngine
 from app.settings import Settings
 from tests.factories import document
-from tests.fakes.sglang_server import RunningFake, Script, tokens
+from tests.fakes.sglang_server import FakeSGLang, RunningFake, Script, tokens
 from tests.gateway import RunningGateway
-from tests.integration.test_chat_api import BAD, GOOD, GOOD_SHOWN, events, token_for
+from tests.integration.test_chat_api import BAD, GOOD_DELTAS, events, token_for
+from tests.plans import CHANGE_UP, DRIVER_1_UP, GOOD, GOOD_SHOWN, plan
 from tests.servers import ThreadedServer
 
 SECRET = "test-secret"
-ANSWER = Script(text=json.dumps({"answer": GOOD}))
+ANSWER = Script(text=GOOD)
 QUESTION = "Why is my bill higher than last month?"
+# A plan answers one intent: the other questions asked here get plans of their own (`answer_for`),
+# written at the pace of the worker's default script.
+PLANS = {
+    "Did my payment arrive?": plan({"claim": "payment_status", "status": "unpaid"}, {"claim": "minimum_due"}),
+    "What is the City Gym charge?": plan({"claim": "transaction", "n": 3}),  # FACTS number City Gym 3rd
+}
+# Plans that would go on for long if nothing stopped them (repeats of a claim are left out, not refused).
+ENDLESS = plan(CHANGE_UP, DRIVER_1_UP, *[{"claim": "period"}] * 100)
+BAD_THEN_MORE = plan(*json.loads(BAD)["claims"], *[{"claim": "period"}] * 100)
 
 
 @pytest.fixture
@@ -45,6 +56,7 @@ def workers() -> Iterator[list[RunningFake]]:
     pair = [RunningFake(), RunningFake()]
     for worker in pair:
         worker.fake.default = ANSWER
+        worker.fake.answer_for = plan_for(worker.fake)
     yield pair
     for worker in pair:
         worker.stop()
@@ -55,6 +67,19 @@ def gateway(workers: list[RunningFake], tmp_path: Path) -> Iterator[RunningGatew
     running = RunningGateway([w.url for w in workers], tmp_path / "smg.log")
     yield running
     running.stop()
+
+
+def plan_for(fake: FakeSGLang) -> Callable[[str], Script | None]:
+    """The plan for the question in the prompt, when it is not the bill-change one, as `fake`'s default
+    script would write it (its pace, its hang); None: the default script."""
+
+    def pick(prompt: str) -> Script | None:
+        for question, text in PLANS.items():
+            if f"<<<{question}>>>" in prompt:
+                return dataclasses.replace(fake.default, text=text)
+        return None
+
+    return pick
 
 
 def settings(gateway: RunningGateway) -> Settings:
@@ -156,9 +181,10 @@ async def until(condition: Any, timeout_s: float = 10) -> None:
 async def test_answers_and_streams_pass_through(service: Any, bank: Any, workers: list[RunningFake]) -> None:
     answer = await explain(service, bank)
     assert answer["source"] == "model"
-    assert answer["explanation"] == "".join(GOOD_SHOWN)
+    assert answer["explanation"] == GOOD_SHOWN
+    assert answer["plan"] == [CHANGE_UP, DRIVER_1_UP]
     sent = workers[served_by(workers, rid(answer))].fake.requests[-1]
-    assert sent["text"].startswith("<|im_start|>system\nYou are the customer-service assistant of")
+    assert sent["text"].startswith("<|im_start|>system\nYou plan the answers of")
     assert json.loads(sent["sampling_params"]["json_schema"])["additionalProperties"] is False
 
     token = await token_for(service, bank.key)
@@ -169,7 +195,7 @@ async def test_answers_and_streams_pass_through(service: Any, bank: Any, workers
     )
     assert r.status_code == 200
     stream = events(r.text)
-    assert [d["text"] for n, d in stream if n == "delta"] == GOOD_SHOWN  # sentence by sentence, as streamed
+    assert [d["text"] for n, d in stream if n == "delta"] == GOOD_DELTAS  # claim by claim, as streamed
     assert stream[-1][0] == "final"
     assert stream[-1][1]["source"] == "model"
     assert (await service.get("/ready")).json()["engine"] == "ok"  # smg answers /health
@@ -243,7 +269,7 @@ async def test_a_customer_who_hangs_up_stops_the_worker(
     service: Any, app: Litestar, workers: list[RunningFake], bank: Any
 ) -> None:
     for worker in workers:
-        worker.fake.default = Script(text=json.dumps({"answer": GOOD * 10}), token_delay_s=0.05)
+        worker.fake.default = Script(text=ENDLESS, token_delay_s=0.05)
     token = await token_for(service, bank.key)
     body = {"account_ref": "A-1", "question": QUESTION, "as_of": "2026-11-10"}
     async with service.stream("POST", "/v1/chat", json=body, headers={"Authorization": f"Bearer {token}"}) as r:
@@ -258,12 +284,11 @@ async def test_a_customer_who_hangs_up_stops_the_worker(
     await until(lambda: sent in fake.disconnected and app.state.answers.scheduler.in_flight == 0)
 
 
-async def test_a_failed_sentence_stops_the_worker_at_once(
+async def test_a_failed_claim_stops_the_worker_at_once(
     service: Any, bank: Any, workers: list[RunningFake], engine: AsyncEngine
 ) -> None:
-    tail = " Thank you for banking with us." * 100
     for worker in workers:
-        worker.fake.default = Script(text=json.dumps({"answer": BAD + tail}), token_delay_s=0.01)
+        worker.fake.default = Script(text=BAD_THEN_MORE, token_delay_s=0.01)
     final = await chat(service, bank, QUESTION)
     assert final["source"] == "fallback"
     fake = workers[served_by(workers, rid(final))].fake
@@ -273,7 +298,7 @@ async def test_a_failed_sentence_stops_the_worker_at_once(
     assert usage is not None
     # The stream ended as aborted right away, with the tokens written so far (not after a wait for an
     # abort the gateway never passes on, with the usage unknown).
-    assert 0 < usage["completion_tokens"] < len(tokens(json.dumps({"answer": BAD + tail}))) // 2
+    assert 0 < usage["completion_tokens"] < len(tokens(BAD_THEN_MORE)) // 2
 
 
 async def test_a_stopped_worker_costs_only_the_answers_it_was_writing(
@@ -283,7 +308,7 @@ async def test_a_stopped_worker_costs_only_the_answers_it_was_writing(
     home, other = await home_workers(service, first, second, workers)  # the first tenant's will be stopped
     assert home != other
     for worker in workers:
-        worker.fake.default = Script(text=ANSWER.text, token_delay_s=0.03)  # about 2.5 s per answer
+        worker.fake.default = Script(text=ANSWER.text, token_delay_s=0.06)  # about 2.5 s per answer
     asking = [explain(service, bank, "Did my payment arrive?") for bank in (first, first, second)]
     in_flight = [asyncio.create_task(question) for question in asking]
     await until(lambda: len(workers[home].fake.requests) == 3 and len(workers[other].fake.requests) == 2)
