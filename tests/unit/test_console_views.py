@@ -40,7 +40,7 @@ def test_a_stored_reason_shows_its_rule_label_and_detail() -> None:
     view = answer_view(record("fallback", "unslotted_figure:12.00"))
     assert (
         view.validation
-        == "Deterministic answer served: the model wrote a figure or date itself instead of its slot (12.00)"
+        == "Deterministic answer served: a sentence wrote a figure or date outside its slot (12.00)"
     )
 
 
@@ -52,7 +52,7 @@ def test_a_reason_without_detail_shows_the_label_alone() -> None:
 @pytest.mark.parametrize(
     ("source", "validation"),
     [
-        ("model", "Passed: every figure, date, status and merchant came from its slot, each in its role"),
+        ("model", "Passed: every claim of the model's plan held against the facts, said in reviewed wordings"),
         ("cache", "Passed when first answered (served from the answer cache)"),
     ],
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 import msgspec
 
@@ -85,6 +86,7 @@ class StageRow(msgspec.Struct, frozen=True, kw_only=True):
 class AnswerView(msgspec.Struct, frozen=True, kw_only=True):
     record: AnswerRecord
     explanation: str
+    plan: str  # the model's claims, as checked: "change (up) → driver 1 (up)"; "—" when none
     validation: str
     cached_share: str
     stages: list[StageRow]
@@ -126,7 +128,7 @@ def milliseconds(ms: float) -> str:
 
 def _validation(record: AnswerRecord) -> str:
     if record.source == "model":
-        return "Passed: every figure, date, status and merchant came from its slot, each in its role"
+        return "Passed: every claim of the model's plan held against the facts, said in reviewed wordings"
     if record.source == "cache":
         return "Passed when first answered (served from the answer cache)"
     try:
@@ -146,11 +148,22 @@ def _cached_share(record: AnswerRecord) -> str:
     return f"{share:.0%} ({usage['cached_tokens']} of {usage['prompt_tokens']} prompt tokens)"
 
 
+def _plan(record: AnswerRecord) -> str:
+    return " → ".join(_claim(c) for c in record.answer.get("plan") or []) or "—"
+
+
+def _claim(claim: dict[str, Any]) -> str:
+    text = str(claim.get("claim", "?")).replace("_", " ") + (f" {claim['n']}" if "n" in claim else "")
+    extra = [str(claim[a]) for a in ("direction", "status", "action") if a in claim]
+    return text + (f" ({', '.join(extra)})" if extra else "")
+
+
 def answer_view(record: AnswerRecord) -> AnswerView:
     bars, axis = waterfall(record.stage_starts or {}, record.timings)
     return AnswerView(
         record=record,
         explanation=str(record.answer.get("explanation", "")),
+        plan=_plan(record),
         validation=_validation(record),
         cached_share=_cached_share(record),
         stages=[
