@@ -34,7 +34,7 @@ GOOD_SHOWN = (
 def true_plan(facts: BillFacts, intent: Intent, question: str = "") -> str:
     """A plan that holds for these facts: the intent's lead claim, and a bill change's largest cause."""
     if intent == "bill_change":
-        claims = [{"claim": "change", "direction": sign_word(facts.difference)}]
+        claims: list[dict[str, Any]] = [{"claim": "change", "direction": sign_word(facts.difference)}]
         if facts.drivers and facts.difference:
             claims.append({"claim": "driver", "n": 1, "direction": sign_word(facts.drivers[0].amount)})
         return plan(*claims)

@@ -1,8 +1,8 @@
 """One generation unit: asks the engine for a plan, checks each claim as it arrives, says the
 accepted ones, and ends with exactly one Outcome.
 
-The engine writes `{"claims": [...]}` under a JSON schema enforced while decoding
-(app/domain/plan.py `plan_schema`). Each claim object is checked against the facts the moment it
+The engine writes `{"claims": [...]}` under a JSON schema enforced while decoding, which admits only
+claims true of the facts (app/domain/plan_schema.py). Each claim object is checked against the facts the moment it
 closes; the claims are said (app/answers/realize.py) once the plan holds what its intent needs, the
 lead first. A claim that fails stops everything: the engine request is aborted and the Outcome
 carries the reason, so the caller serves the deterministic answer instead. Engine failures and
@@ -19,10 +19,9 @@ import msgspec
 from app.answers.plan_stream import ClaimSplitter
 from app.answers.realize import Realizer
 from app.answers.schemas import Usage
-from app.domain.plan import AnyClaim, Claim, Plan, PlanCheck, decode_claim, ordered, plan_grammar, plan_schema
+from app.domain.plan import AnyClaim, Claim, Plan, PlanCheck, decode_claim, ordered
+from app.domain.plan_schema import plan_grammar, plan_schema
 from app.domain.reasons import Reason
-from app.domain.slots import items
-from app.domain.vocabulary import Intent
 from app.errors import EngineError
 from app.inference.engine import Engine, Event, Finished, GenerationRequest, TextDelta
 from app.inference.scheduler import Drain
@@ -54,16 +53,17 @@ _PRODUCERS: set[asyncio.Task[None]] = set()
 
 
 def plan_request(
-    prompt: RenderedPrompt, *, request_id: str, priority: int, max_tokens: int, intent: Intent, realizer: Realizer
+    prompt: RenderedPrompt, *, request_id: str, priority: int, max_tokens: int, check: PlanCheck
 ) -> GenerationRequest:
-    facts = realizer.facts
+    """The engine request for a plan, decoded under the form of the plans these facts allow."""
+    allowed = check.allowed()
     return GenerationRequest(
         request_id=request_id,
         prompt=prompt.text,
         max_tokens=max_tokens,
         stop=prompt.stop,
-        json_schema=plan_schema(intent, len(facts.drivers), len(items(facts))),
-        grammar=plan_grammar(intent, len(facts.drivers), len(items(facts))),
+        json_schema=plan_schema(allowed),
+        grammar=plan_grammar(allowed),
         priority=priority,
     )
 

@@ -225,8 +225,7 @@ class AnswerService:
                 request_id=ask.audit_id.hex,
                 priority=turn.level,
                 max_tokens=self.settings.engine_max_tokens,
-                intent=turn.intent,
-                realizer=realizer,
+                check=check,
             )
         return generate(
             self.llm,

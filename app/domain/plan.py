@@ -13,9 +13,8 @@ a plan that fails a check, or misses its lead, is refused with a typed reason an
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 import msgspec
 
@@ -136,6 +135,19 @@ def fee_items(facts: BillFacts) -> list[int]:
     return [i for i, e in enumerate(items(facts), start=1) if e.kind in ("fee", "interest")]
 
 
+class Allowed(NamedTuple):
+    """What these facts and this question let a plan say, claim by claim: the key of the schema the
+    engine decodes under (app/domain/plan_schema.py), so that only true claims can be written."""
+
+    intent: Intent
+    direction: Direction  # the bill's
+    drivers: tuple[DriverDirection, ...]  # each listed driver's, in FACTS order
+    transactions: tuple[int, ...]  # the transaction numbers a claim may name
+    status: PaymentStatus
+    no_answer: bool  # "the facts do not answer this" is true: a charge question that names nothing listed
+    cause_first: bool  # a bill change names a driver right after the change
+
+
 class PlanCheck:
     """Checks one plan's claims as they arrive, against one answer's facts, intent and question.
 
@@ -197,6 +209,24 @@ class PlanCheck:
             return Reason(rule="missing_claim", detail="driver")
         return None
 
+    def allowed(self) -> Allowed:
+        facts, intent = self.facts, self.intent
+        if self.focus:
+            transactions = sorted(self.focus)
+        elif intent == "fees_interest":
+            transactions = fee_items(facts)
+        else:
+            transactions = list(range(1, len(self.items) + 1))
+        return Allowed(
+            intent=intent,
+            direction=sign_word(facts.difference),
+            drivers=tuple("up" if d.amount > 0 else "down" for d in facts.drivers[:MAX_DRIVERS]),
+            transactions=tuple(transactions),
+            status=facts.payment.status,
+            no_answer=intent == "charge" and not self.focus,
+            cause_first=intent == "bill_change" and bool(facts.difference) and bool(facts.drivers),
+        )
+
     def ready(self) -> bool:
         """Whether the claims accepted so far may be said: nothing is said before the plan holds what
         its intent needs, so a plan that ends without it has shown nothing."""
@@ -218,100 +248,6 @@ def ordered(claims: Sequence[Claim], intent: Intent) -> list[Claim]:
 def _same(a: Claim, b: Claim) -> bool:
     """The same statement, whatever its wording."""
     return msgspec.structs.replace(a, wording=1) == msgspec.structs.replace(b, wording=1)
-
-
-# --- the schema the engine enforces while decoding ------------------------------------------------
-def _claim_schema(kind: str, drivers: int, transactions: int) -> dict[str, Any]:
-    properties: dict[str, Any] = {"claim": {"const": kind}}
-    if kind == "change":
-        properties["direction"] = {"enum": list(get_args(Direction))}
-    elif kind == "driver":
-        properties["n"] = {"type": "integer", "minimum": 1, "maximum": max(drivers, 1)}
-        properties["direction"] = {"enum": list(get_args(DriverDirection))}
-    elif kind == "transaction":
-        properties["n"] = {"type": "integer", "minimum": 1, "maximum": max(transactions, 1)}
-    elif kind == "payment_status":
-        properties["status"] = {"enum": list(get_args(PaymentStatus))}
-    elif kind == "next_step":
-        properties["action"] = {"enum": list(get_args(Action))}
-    required = list(properties)
-    properties["wording"] = {"enum": list(range(1, WORDINGS + 1))}
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-
-
-def _kinds(intent: Intent, drivers: int, transactions: int) -> list[str]:
-    """The claim types a plan for this intent may use, given what FACTS number."""
-    absent = {"driver"} if not drivers else set()
-    absent |= {"transaction"} if not transactions else set()
-    return [k for k in CLAIM_TYPES if k in FITS[intent] and k not in absent]
-
-
-@functools.lru_cache(maxsize=512)
-def plan_schema(intent: Intent, drivers: int, transactions: int) -> dict[str, Any]:
-    """The JSON schema of a plan for this intent: its lead first (`prefixItems`), then the other claims
-    that fit the intent, indices bounded by what FACTS number (a few distinct schemas: the engines compile each
-    grammar once). Callers must not modify it."""
-    kinds = _kinds(intent, drivers, transactions)
-    schemas = {k: _claim_schema(k, min(drivers, MAX_DRIVERS), transactions) for k in kinds}
-    lead = [schemas[k] for k in kinds if k in LEAD[intent]]
-    # The lead is said once (a small model otherwise repeats it to the token limit); a charge
-    # answer may still name a second transaction.
-    rest = [schemas[k] for k in kinds if k not in LEAD[intent] or k == "transaction"]
-    array = {
-        "type": "array",
-        "prefixItems": [{"anyOf": lead}],
-        "items": {"anyOf": rest},
-        "minItems": 1,
-        "maxItems": MAX_CLAIMS,
-    }
-    return {
-        "type": "object",
-        "properties": {"claims": array},
-        "required": ["claims"],
-        "additionalProperties": False,
-    }
-
-
-@functools.lru_cache(maxsize=512)
-def plan_grammar(intent: Intent, drivers: int, transactions: int) -> str:
-    """The same plans as `plan_schema`, as a GBNF grammar for llama.cpp, in the compact form of the
-    prompt's examples. llama.cpp's own schema conversion lets whitespace in between every token (a
-    small model then writes newlines until the token limit) and turns `prefixItems` into a tuple."""
-    schema = plan_schema(intent, drivers, transactions)
-    array = schema["properties"]["claims"]
-    rules = {"root": f'"{{\\"claims\\": [" lead (", " claim){{0,{MAX_CLAIMS - 1}}} "]}}"'}
-    for claim in array["prefixItems"][0]["anyOf"] + array["items"]["anyOf"]:
-        kind = claim["properties"]["claim"]["const"]
-        name = kind.replace("_", "-")
-        if name in rules:
-            continue  # a charge's transaction: lead and rest
-        parts: list[str] = []
-        for key, prop in claim["properties"].items():
-            values = (
-                [prop["const"]]
-                if "const" in prop
-                else prop.get("enum") or list(range(prop["minimum"], prop["maximum"] + 1))
-            )
-            choice = " | ".join(_gbnf(json_value(v)) for v in values)
-            part = ('", " ' if parts else "") + f"{_gbnf(json_value(key) + ': ')} ({choice})"
-            parts.append(part if key in claim["required"] else f"({part})?")
-        rules[name] = '"{" ' + " ".join(parts) + ' "}"'
-    rules["lead"] = " | ".join(_rule(c) for c in array["prefixItems"][0]["anyOf"])
-    rules["claim"] = " | ".join(_rule(c) for c in array["items"]["anyOf"])
-    return "\n".join(f"{name} ::= {rule}" for name, rule in rules.items()) + "\n"
-
-
-def _rule(claim_schema: dict[str, Any]) -> str:
-    return str(claim_schema["properties"]["claim"]["const"]).replace("_", "-")
-
-
-def json_value(value: Any) -> str:
-    return msgspec.json.encode(value).decode()
-
-
-def _gbnf(text: str) -> str:
-    """A GBNF string literal of `text`."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 _decode_claim: msgspec.json.Decoder[AnyClaim] = msgspec.json.Decoder(AnyClaim)

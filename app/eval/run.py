@@ -101,9 +101,7 @@ async def run_case(
         policy=policy, intent=case.intent, facts=case.facts, question=case.question, chat_template=chat_template,
         focus=check.focus,
     )  # fmt: skip
-    request = plan_request(
-        prompt, request_id=uuid.uuid4().hex, priority=0, max_tokens=max_tokens, intent=case.intent, realizer=realizer
-    )
+    request = plan_request(prompt, request_id=uuid.uuid4().hex, priority=0, max_tokens=max_tokens, check=check)
     stopwatch = Stopwatch()
     started = perf_counter()
     outcome = None

@@ -6,17 +6,21 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
+from datetime import date
 from typing import Any
 
 import msgspec
 import pytest
 
-from app.domain.plan import MAX_CLAIMS, Plan, plan_grammar
+from app.domain.facts import compute_facts
+from app.domain.plan import MAX_CLAIMS, Plan, PlanCheck
+from app.domain.plan_schema import plan_grammar
 from app.errors import EngineError
 from app.inference.embedded import EmbeddedEngine
 from app.inference.engine import Engine, Finished, GenerationRequest, TextDelta
 from app.inference.sglang import SGLangEngine
 from tests.fakes.sglang_server import RunningFake, Script
+from tests.histories import GYM, OCT, SEP, history
 
 PREFIX = (
     "<|im_start|>system\nYou are the customer-service assistant of Northbridge Bank. You explain credit-card "
@@ -224,11 +228,12 @@ async def test_sglang_answers_reuse_one_connection(fake_sglang: RunningFake) -> 
 async def test_the_embedded_engine_decodes_under_the_plan_grammar(embedded_engine: EmbeddedEngine) -> None:
     """The compact GBNF form of a plan (llama.cpp's own schema conversion lets a small model write
     whitespace until the token limit): the output is a plan that opens with the intent's lead."""
-    grammar = plan_grammar("payment", 0, 0)
+    facts = compute_facts(history(GYM, [SEP, OCT]), date(2026, 11, 10))  # unpaid
+    grammar = plan_grammar(PlanCheck(facts, "payment").allowed())
     text, final = await run(
         embedded_engine, request("Did my payment arrive? Plan the answer.", max_tokens=160, grammar=grammar)
     )
     assert final.finish_reason == "stop", text
-    assert text.startswith('{"claims": [{"claim": "payment_status", "status": "')
+    assert text.startswith('{"claims": [{"claim": "payment_status", "status": "unpaid"')
     plan = msgspec.json.decode(text, type=Plan)
     assert 1 <= len(plan.claims) <= MAX_CLAIMS

@@ -12,7 +12,7 @@ from datetime import date
 from app.answers.generation import Outcome, generate
 from app.answers.realize import Realizer
 from app.domain.facts import compute_facts
-from app.domain.plan import Change, DriverClaim, PlanCheck
+from app.domain.plan import Change, DriverClaim, MinimumDue, PlanCheck
 from app.domain.reasons import Reason
 from app.inference.engine import Event, Finished, GenerationRequest, TextDelta
 from app.inference.scheduler import Scheduler
@@ -96,7 +96,7 @@ async def test_each_claim_is_said_once_its_object_closes_the_lead_first() -> Non
     assert isinstance(outcome, Outcome)
     assert outcome.reason is None
     assert outcome.text == "".join(texts)
-    assert outcome.plan == [DriverClaim(n=1, direction="up"), Change(direction="up"), *outcome.plan[2:]]
+    assert outcome.plan == [DriverClaim(n=1, direction="up"), Change(direction="up"), MinimumDue()]
 
 
 async def test_a_claim_that_fails_stops_the_stream_and_aborts_the_engine() -> None:

@@ -1,35 +1,41 @@
-"""The plan's form: the GBNF grammar the embedded engine decodes under accepts exactly the compact
-plans the JSON schema allows (lead first, claims that fit the intent, indices FACTS number), and the
-claims are said lead first, each once."""
+"""The plan's form: the grammar the embedded engine decodes under (the same plans as the JSON schema)
+admits only plans the check accepts, and every true claim after the lead; the schema holds the facts'
+own values; the claims are said lead first, each once."""
 
 from __future__ import annotations
 
-import itertools
 import json
+import random
 import re
-from typing import Any
+from datetime import date
 
+import msgspec
 import pytest
 
+from app.domain.facts import BillFacts, compute_facts
 from app.domain.plan import (
-    CLAIM_TYPES,
     FITS,
     LEAD,
     MAX_CLAIMS,
     Change,
+    Claim,
     DriverClaim,
     MinimumDue,
     NewBalance,
     NextStep,
+    PlanCheck,
     decode_claim,
+    kind_of,
     ordered,
-    plan_grammar,
-    plan_schema,
 )
+from app.domain.plan_schema import plan_grammar, plan_schema
+from app.domain.slots import items
 from app.domain.vocabulary import Intent
+from tests.generated_facts import accepted_alone, candidate_claims, random_facts
+from tests.histories import GYM, OCT, SEP, history
 
 INTENTS: list[Intent] = ["bill_change", "charge", "fees_interest", "payment"]
-_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|[()|?]|\{\d+,\d+\}|[a-z][a-z-]*')
+_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|[()|?]|\{\d+,\d+\}|[a-z][a-z0-9-]*')
 
 
 def grammar_regex(grammar: str) -> re.Pattern[str]:
@@ -51,61 +57,67 @@ def grammar_regex(grammar: str) -> re.Pattern[str]:
     return re.compile(expand("root"))
 
 
-def claims_for(kind: str, drivers: int, transactions: int) -> list[dict[str, Any]]:
-    """Every claim of this kind with in-range and out-of-range arguments."""
-    base: dict[str, Any] = {"claim": kind}
-    if kind == "change":
-        return [{**base, "direction": d} for d in ("up", "down", "same")]
-    if kind == "driver":
-        return [{**base, "n": n, "direction": d} for n in (1, drivers + 1) for d in ("up", "down")]
-    if kind == "transaction":
-        return [{**base, "n": n} for n in (1, transactions, transactions + 1)]
-    if kind == "payment_status":
-        return [{**base, "status": s} for s in ("paid", "unpaid")]
-    if kind == "next_step":
-        return [{**base, "action": "agent"}, {**base, "action": "pay", "wording": 2}]
-    return [base, {**base, "wording": 2}]
+def compact(claims: list[Claim]) -> str:
+    """A plan's JSON as the model writes it under the grammar."""
+    return json.dumps({"claims": [msgspec.to_builtins(c) for c in claims]})
 
 
-def allowed(plan: list[dict[str, Any]], intent: Intent, drivers: int, transactions: int) -> bool:
-    """What the schema allows, said independently of it."""
-    for claim in plan:
-        if claim["claim"] not in FITS[intent] or claim.get("n", 1) > (
-            drivers if claim["claim"] == "driver" else transactions
-        ):
-            return False
-    rest_ok = all(c["claim"] not in LEAD[intent] or c["claim"] == "transaction" for c in plan[1:])
-    return 1 <= len(plan) <= MAX_CLAIMS and plan[0]["claim"] in LEAD[intent] and rest_ok
+def served(facts: BillFacts, intent: Intent, focus: tuple[str, ...], claims: list[Claim]) -> bool:
+    """Whether the plan check accepts every claim and the plan holds what its intent needs."""
+    check = PlanCheck(facts, intent, focus)
+    return all(check.check(c) is None for c in claims) and check.missing() is None
 
 
-@pytest.mark.parametrize("intent", INTENTS)
-def test_the_grammar_accepts_exactly_the_plans_the_schema_allows(intent: Intent) -> None:
-    drivers, transactions = 2, 3
-    pattern = grammar_regex(plan_grammar(intent, drivers, transactions))
-    every = [c for kind in CLAIM_TYPES for c in claims_for(kind, drivers, transactions)]
-    checked = 0
-    for size in (1, 2):
-        for plan in itertools.product(every, repeat=size):
-            text = json.dumps({"claims": list(plan)})
-            assert bool(pattern.fullmatch(text)) == allowed(list(plan), intent, drivers, transactions), text
-            checked += 1
-    assert checked > 500
-    assert not pattern.fullmatch(json.dumps({"claims": []}))
-    assert not pattern.fullmatch(json.dumps({"claims": [{"claim": "period"}] * (MAX_CLAIMS + 1)}))
-    assert not pattern.fullmatch(json.dumps({"claims": [{"claim": "change", "direction": "up"}]}, indent=1))
+@pytest.mark.parametrize("seed", range(12))
+def test_the_grammar_admits_only_plans_the_check_accepts_and_every_true_claim(seed: int) -> None:
+    """Sound: a plan the grammar (of these facts and question) admits is accepted by the check. And
+    complete: after the lead, every claim the check accepts on its own (but a repeat of the lead) is
+    admitted. Over generated accounts, every intent, a charge question naming a merchant or not."""
+    rng = random.Random(seed)
+    facts = random_facts(rng)
+    named = tuple(rng.sample(sorted({e.label for e in items(facts)}), k=1)) if items(facts) else ()
+    admitted = 0
+    for intent, focus in [*((i, ()) for i in INTENTS), ("charge", named)]:
+        check = PlanCheck(facts, intent, focus)
+        pattern = grammar_regex(plan_grammar(check.allowed()))
+        candidates = list(candidate_claims(facts))
+        firsts = [[c] for c in candidates] + [[a, b] for a in candidates for b in candidates if kind_of(a) == "change"]
+        leads = [p for p in firsts if pattern.fullmatch(compact(p))]
+        assert leads, (intent, focus)  # some plan is always possible
+        for plan in leads:
+            assert served(facts, intent, focus, plan), compact(plan)
+        lead = leads[0]
+        for claim in accepted_alone(facts, intent, focus):
+            plan = [*lead, claim]
+            fits = kind_of(claim) not in LEAD[intent] or (
+                kind_of(claim) == "transaction" and len(check.allowed().transactions) > 1
+            )
+            if fits:
+                assert pattern.fullmatch(compact(plan)), compact(plan)
+            admitted += bool(pattern.fullmatch(compact(plan)))
+            if pattern.fullmatch(compact(plan)):
+                assert served(facts, intent, focus, plan), compact(plan)
+        for claim in candidates:  # anything false, after a true lead, is not admitted
+            if PlanCheck(facts, intent, focus).check(claim) is not None:
+                assert not pattern.fullmatch(compact([*lead, claim])), compact([*lead, claim])
+    assert admitted > 10
+    assert not pattern.fullmatch(json.dumps({"claims": [*map(msgspec.to_builtins, lead)] * (MAX_CLAIMS + 1)}))
+    assert not pattern.fullmatch(json.dumps({"claims": [msgspec.to_builtins(c) for c in lead]}, indent=1))
 
 
-def test_the_schema_puts_the_intents_lead_first_and_bounds_indices() -> None:
-    schema = plan_schema("payment", 0, 0)
+def test_the_schema_puts_the_lead_first_and_only_the_facts_values_in_it() -> None:
+    facts = compute_facts(history(GYM, [SEP, OCT]), date(2026, 11, 10))  # 12.00 higher, City Gym; unpaid
+    schema = plan_schema(PlanCheck(facts, "payment").allowed())
     claims = schema["properties"]["claims"]
-    assert [c["properties"]["claim"]["const"] for c in claims["prefixItems"][0]["anyOf"]] == ["payment_status"]
+    (lead,) = claims["prefixItems"][0]["anyOf"]
+    assert lead["properties"]["status"] == {"const": "unpaid"}
     assert {c["properties"]["claim"]["const"] for c in claims["items"]["anyOf"]} == FITS["payment"] - LEAD["payment"]
     assert all(c["additionalProperties"] is False for c in claims["items"]["anyOf"])
-    driver = next(
-        c for c in plan_schema("bill_change", 9, 0)["properties"]["claims"]["items"]["anyOf"]
-        if c["properties"]["claim"]["const"] == "driver"
-    )  # fmt: skip
-    assert driver["properties"]["n"] == {"type": "integer", "minimum": 1, "maximum": 6}  # FACTS list six
+    bill = plan_schema(PlanCheck(facts, "bill_change").allowed())["properties"]["claims"]
+    change, cause = (item["anyOf"] for item in bill["prefixItems"])  # the cause right after the change
+    assert [c["properties"]["direction"] for c in change] == [{"const": "up"}]
+    assert [(c["properties"]["n"], c["properties"]["direction"]) for c in cause] == [({"const": 1}, {"const": "up"})]
+    assert bill["minItems"] == 2
 
 
 def test_claims_are_decoded_strictly() -> None:
