@@ -4,7 +4,8 @@ grammar (llama.cpp), built from what the facts and the question allow (app/domai
 Only claims that are true of these facts can be written: the change in its own direction, each
 driver in its own, the transactions the question may be about, the facts' payment status, no "pay"
 to a customer who has paid in full. The intent's lead comes first and only once (a small model
-otherwise repeats it to the token limit), a bill change's cause right after it. The plan check still
+otherwise repeats it to the token limit), a bill change's cause right after it; the grammar says
+every other claim once, too. The plan check still
 checks every claim: an engine that does not enforce the schema, or a schema bug, is caught there."""
 
 from __future__ import annotations
@@ -78,19 +79,28 @@ def plan_schema(allowed: Allowed) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=1024)
 def plan_grammar(allowed: Allowed) -> str:
-    """The same plans as `plan_schema`, as a GBNF grammar, in the compact form of the prompt's examples.
-    llama.cpp's own schema conversion lets whitespace in between every token (a small model then
-    writes newlines until the token limit) and turns `prefixItems` into a tuple."""
+    """The plans of `plan_schema` as a GBNF grammar, compact as in the prompt's examples, and stricter
+    in one way: after the lead, each claim at most once, in a fixed order (a small model otherwise
+    loops on one claim until its token limit; JSON schema has no "each once" that engines enforce).
+    llama.cpp's own schema conversion would also let whitespace in between every token."""
     array = plan_schema(allowed)["properties"]["claims"]
     first = [_alternatives(item["anyOf"]) for item in array["prefixItems"]]
-    more = MAX_CLAIMS - len(first)
+    steps = [_object(one) for schema in array["items"]["anyOf"] for one in _each(schema)]
     rules = {
         "root": '"{\\"claims\\": [" ' + ' ", " '.join(f"first{i}" for i in range(len(first)))
-        + f' (", " claim){{0,{more}}} "]}}"',
+        + "".join(f' (", " c{i})?' for i in range(len(steps))) + ' "]}"',
         **{f"first{i}": expr for i, expr in enumerate(first)},
-        "claim": _alternatives(array["items"]["anyOf"]),
+        **{f"c{i}": expr for i, expr in enumerate(steps)},
     }  # fmt: skip
     return "".join(f"{name} ::= {rule}\n" for name, rule in rules.items())
+
+
+def _each(schema: dict[str, Any]) -> list[dict[str, Any]]:
+    """A claim schema with a choice of numbers as one schema per number, in order."""
+    n = schema["properties"].get("n", {})
+    if "enum" not in n:
+        return [schema]
+    return [{**schema, "properties": {**schema["properties"], "n": {"const": value}}} for value in n["enum"]]
 
 
 def _alternatives(schemas: list[dict[str, Any]]) -> str:
