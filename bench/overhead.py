@@ -7,9 +7,10 @@ driven open loop (Poisson) on POST /v1/explanations with the same requests: a bi
 on a random account, as of a fixed date. The paths:
 
 - model: ENGINE=sglang on the project's fake SGLang server (tests/fakes/sglang_server.py, in its own
-  process) as a zero-latency engine (no token delay) that answers a valid slot answer, so the
-  model's answer is served; ANSWER_CACHE_FILL=0 and BATCH_WORKER=0, so nothing fills the cache and
-  every request goes to the engine. The engine costs nothing here: its latency is the service's.
+  process) as a zero-latency engine (no token delay) that writes the plan the prompt's FACTS hold
+  (the change and its largest cause), so the model's answer is served; ANSWER_CACHE_FILL=0 and
+  BATCH_WORKER=0, so nothing fills the cache and every request goes to the engine. The engine costs
+  nothing here: its latency is the service's.
 - engine off: ENGINE=off, the deterministic answer.
 - cache hit: the same fake engine, after `bill-assistant precompute --today <as-of>` answered every
   statement's canonical bill-change question; every request is answered from the answer cache.
@@ -40,6 +41,7 @@ import contextlib
 import multiprocessing
 import os
 import random
+import re
 import subprocess
 import sys
 import time
@@ -63,10 +65,23 @@ from bench.stacks import shares, table
 
 AS_OF = "2026-11-15"
 QUESTION = "Why is my bill higher than last month?"
-MODEL_ANSWER = '{"answer": "Your new balance is {new_balance}."}'
 QUIET = {"LOG_LEVEL": "WARNING"}
 ENGINE_ALONE = "engine"  # the fake engine without the service (its CPU: the fake's process)
 FLOORS = ("http", "write", "litestar")  # bench/floor_app.py
+
+
+def _model_plan(prompt: str) -> str:
+    """The plan a truthful model writes for a bill-change question (app/domain/plan.py): the change
+    and its largest cause, as the prompt's FACTS give them (its last FACTS block: the examples come
+    first)."""
+    from tests.plans import plan
+
+    facts = prompt.rsplit("FACTS\n", 1)[-1]
+    change = re.search(r"^change: (up|down|same)$", facts, re.M)
+    claims = [{"claim": "change", "direction": change[1] if change else "same"}]
+    if driver := re.search(r"^driver 1: .*, (up|down)$", facts, re.M):
+        claims.append({"claim": "driver", "n": 1, "direction": driver[1]})
+    return plan(*claims)
 
 
 def _fake_engine(conn: Connection) -> None:
@@ -74,7 +89,7 @@ def _fake_engine(conn: Connection) -> None:
     from tests.fakes.sglang_server import RunningFake, Script
 
     running = RunningFake()
-    running.fake.default = Script(text=MODEL_ANSWER, token_delay_s=0.0)
+    running.fake.answer_for = lambda prompt: Script(text=_model_plan(prompt), token_delay_s=0.0)
     # The fake's radix-cache bookkeeping compares each prompt with every earlier one: quadratic over
     # a run's thousands of requests. The service does not need it here.
     running.fake.cached_tokens = lambda prompt: 0  # type: ignore[method-assign]
@@ -279,8 +294,8 @@ def main(argv: list[str] | None = None) -> None:
     rows: list[Row] = []
     with fake_engine() as engine, demo_database() as (url, key, refs):
         with service_process(url, engine.env) as (port, pid):
-            # Only the accounts whose model answer validates (the fake answers in English, so the
-            # 20 zh-CN accounts fall back), the same ones on every path.
+            # Only the accounts whose model answer is served (the fake plans what each prompt's
+            # FACTS hold, in any language), the same ones on every path.
             served = asyncio.run(_sources(port, key, refs))
             refs = [ref for ref in refs if served[ref] == "model"]
             print(f"{len(refs)} of {len(served)} accounts get the model's answer; the bench asks those")

@@ -5,7 +5,6 @@ sized screen does not scroll sideways."""
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import Iterator
 from datetime import date
@@ -25,17 +24,16 @@ from app.settings import Settings
 from tests.browser.helpers import screenshot
 from tests.factories import account, customer, document, tx
 from tests.fakes.sglang_server import RunningFake, Script
+from tests.plans import CHANGE_UP, DRIVER_1_UP, GOOD_SHOWN, plan
 from tests.servers import ThreadedServer
 
 PASSWORD = "correct horse battery staple"
-# What the model writes (slots, four sentences, so the page sees it stream) and what the agent reads.
-ANSWER = (
-    "Your new balance is {new_balance}. That is {difference} more than last month. It comes from {driver_1}. "
-    "The minimum payment of {minimum_due} is due on {due_date}."
-)
+# What the model writes (a plan of four claims, so the page sees it stream claim by claim) and what the
+# agent reads; nothing in it depends on the date (the console asks about today).
+ANSWER = plan(CHANGE_UP, DRIVER_1_UP, {"claim": "period"}, {"claim": "next_step", "action": "agent"})
 SHOWN = (
-    "Your new balance is 124.99 EUR. That is 12.00 EUR more than last month. It comes from purchases at “City Gym”. "
-    "The minimum payment of 25.00 EUR is due on 25 November 2026."
+    GOOD_SHOWN + " This statement covers 1 October 2026 to 31 October 2026."
+    " If anything is unclear, you can ask to speak to an agent here in the chat."
 )
 # A long merchant name and a long question: the narrow screen must wrap them, not scroll.
 LONG_MERCHANT = "Supercalifragilistic Online Subscriptions International Ltd"
@@ -56,7 +54,7 @@ async def bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Any:
 @pytest.fixture
 def server(database_url: str, fake_sglang: RunningFake) -> Iterator[ThreadedServer]:
     """The service with the fake SGLang as its engine, so answers go through every model stage."""
-    fake_sglang.fake.default = Script(text=json.dumps({"answer": ANSWER}))
+    fake_sglang.fake.default = Script(text=ANSWER)
     env = {
         "ENGINE": "sglang",
         "SGLANG_URL": fake_sglang.url,
@@ -117,7 +115,7 @@ async def test_an_agent_asks_and_reads_the_answers_waterfall(
 
     await page.get_by_label("Question, as the customer put it").fill("Why is my bill higher than last month?")
     await expect(page.get_by_label("Answer language")).to_have_value("en")
-    fake_sglang.fake.default = Script(text=json.dumps({"answer": ANSWER}), token_delay_s=0.04)
+    fake_sglang.fake.default = Script(text=ANSWER, token_delay_s=0.04)
     await page.get_by_role("button", name="Ask").click()
     # The answer streams into the page as the model writes it, then links to its audited page.
     live = page.locator("#live-answer")

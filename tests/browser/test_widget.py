@@ -4,8 +4,9 @@ are the facts', a phone-sized screen works, and every refusal reads as a clear m
 from __future__ import annotations
 
 import asyncio
-import json
+import dataclasses
 import re
+from collections.abc import Callable
 from datetime import date
 from decimal import Decimal
 from typing import Any
@@ -24,18 +25,33 @@ from app.prompts import phrases
 from app.settings import Settings
 from tests.browser.helpers import screenshot
 from tests.factories import account, customer, document
-from tests.fakes.sglang_server import RunningFake, Script
+from tests.fakes.sglang_server import FakeSGLang, RunningFake, Script
+from tests.plans import CHANGE_UP, DRIVER_1_UP, GOOD_SHOWN, plan
 from tests.servers import ThreadedServer
 
-# What the model writes (slots, three sentences) and what the customer reads (the slots filled).
-ANSWER = (
-    "Your new balance is {new_balance}. That is {difference} more than last month. "
-    "It comes from {driver_1} ({driver_1_amount}). The minimum payment of {minimum_due} is due on {due_date}."
-)
+# What the model writes (a plan of four claims) and what the customer reads (each claim in its reviewed
+# wording, the facts filled in), claim by claim once the plan holds the change and its cause. The widget
+# asks about today, so nothing here depends on the date (the payment status and the due date's tense do).
+PERIOD = {"claim": "period"}
+ANSWER = plan(CHANGE_UP, DRIVER_1_UP, PERIOD, {"claim": "next_step", "action": "agent"})
 SHOWN = (
-    "Your new balance is 124.99 EUR. That is 12.00 EUR more than last month. "
-    "It comes from purchases at “City Gym” (12.00 EUR). The minimum payment of 25.00 EUR is due on 25 November 2026."
+    GOOD_SHOWN + " This statement covers 1 October 2026 to 31 October 2026."
+    " If anything is unclear, you can ask to speak to an agent here in the chat."
 )
+
+
+def payment_plans(fake: FakeSGLang) -> Callable[[str], Script | None]:
+    """For a payment question, the plan a truthful model writes, at the pace (and after the hang) of
+    `fake`'s default script: the status the prompt's FACTS give (the date decides it); None (the
+    default script) for any other question."""
+
+    def pick(prompt: str) -> Script | None:
+        if "START WITH: payment_status" not in prompt:
+            return None
+        status = re.findall(r"^payment status: (\w+)$", prompt, re.M)[-1]  # the examples come first
+        return dataclasses.replace(fake.default, text=plan({"claim": "payment_status", "status": status}, PERIOD))
+
+    return pick
 
 
 @pytest.fixture
@@ -67,6 +83,14 @@ def serve(database_url: str, fake_sglang: RunningFake) -> Any:
         server.stop()
 
 
+async def today_history(engine: AsyncEngine, bank: Any) -> Any:
+    """A-1's records as the widget reads them: as of today."""
+    async with autocommit(engine) as conn:
+        history = await load_history(conn, bank.id, "A-1", None, date.today())
+    assert history is not None
+    return history
+
+
 async def open_demo(page: Page, server: ThreadedServer, bank: Any, customer_ref: str = "C-1001") -> None:
     await page.goto(f"{server.url}/demo?bank={bank.slug}&customer={customer_ref}")
     await expect(page.get_by_label("Card")).to_have_value("A-1" if customer_ref == "C-1001" else "B-1")
@@ -75,7 +99,7 @@ async def open_demo(page: Page, server: ThreadedServer, bank: Any, customer_ref:
 async def test_the_answer_streams_in_and_its_amounts_are_the_facts(
     page: Page, serve: Any, bank: Any, fake_sglang: RunningFake, engine: AsyncEngine
 ) -> None:
-    fake_sglang.fake.default = Script(text=json.dumps({"answer": ANSWER}), token_delay_s=0.05)
+    fake_sglang.fake.default = Script(text=ANSWER, token_delay_s=0.05)
     server = serve()
     await open_demo(page, server, bank)
     await page.get_by_role("button", name="Why is my bill higher than last month?").click()
@@ -86,16 +110,13 @@ async def test_the_answer_streams_in_and_its_amounts_are_the_facts(
     while await answer.get_attribute("data-source") is None:  # sample the text as it grows
         lengths.add(len(await answer.inner_text()))
         await asyncio.sleep(0.03)
-    assert len(lengths - {0}) >= 3, lengths  # it arrived sentence by sentence, not at once
+    assert len(lengths - {0}) >= 3, lengths  # it arrived claim by claim, not at once
     await expect(answer).to_have_attribute("data-source", "model")
     await expect(answer).to_have_text(SHOWN)
     await expect(page.get_by_role("status")).to_have_text("Answer ready.")
 
     # The table shows exactly the facts computed from the database.
-    async with autocommit(engine) as conn:
-        history = await load_history(conn, bank.id, "A-1", None, date.today())
-    assert history is not None
-    facts = compute_facts(history, date.today())
+    facts = compute_facts(await today_history(engine, bank), date.today())
     labels, status = phrases(facts.drivers, facts.payment.status, "en")
     table = page.locator("table.facts")
     assert await table.locator("[data-field=current]").inner_text() == f"{facts.statement.new_balance} EUR"
@@ -114,7 +135,7 @@ async def test_the_answer_streams_in_and_its_amounts_are_the_facts(
 async def test_a_narrow_phone_screen_works_with_the_keyboard(
     browser: Browser, serve: Any, bank: Any, fake_sglang: RunningFake
 ) -> None:
-    fake_sglang.fake.default = Script(text=json.dumps({"answer": ANSWER}))
+    fake_sglang.fake.default = Script(text=ANSWER)
     server = serve()
     context = await browser.new_context(viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True)
     page = await context.new_page()
@@ -136,17 +157,23 @@ async def test_a_narrow_phone_screen_works_with_the_keyboard(
 
 
 async def test_a_new_question_stops_the_answer_being_written(
-    page: Page, serve: Any, bank: Any, fake_sglang: RunningFake
+    page: Page, serve: Any, bank: Any, fake_sglang: RunningFake, engine: AsyncEngine
 ) -> None:
-    fake_sglang.fake.scripts.append(Script(text=json.dumps({"answer": ANSWER * 3}), token_delay_s=0.2))
-    fake_sglang.fake.default = Script(text=json.dumps({"answer": ANSWER}))
+    # The first answer goes on for long once said (repeats of a claim are left out, not refused).
+    endless = plan(CHANGE_UP, DRIVER_1_UP, *[PERIOD] * 100)
+    fake_sglang.fake.scripts.append(Script(text=endless, token_delay_s=0.05))
+    fake_sglang.fake.answer_for = payment_plans(fake_sglang.fake)
     server = serve()
     await open_demo(page, server, bank)
     await page.get_by_role("button", name="Why is my bill higher than last month?").click()
     answer = page.get_by_role("region", name="Answer")
     await expect(answer).not_to_have_text("")  # the first answer is being written, slowly
     await page.get_by_role("button", name="Did my payment arrive?").click()
-    await expect(answer).to_have_text(SHOWN)
+    facts = compute_facts(await today_history(engine, bank), date.today())
+    _, status = phrases(facts.drivers, facts.payment.status, "en")
+    await expect(answer).to_have_text(
+        f"The payment status of this statement: {status}. This statement covers 1 October 2026 to 31 October 2026."
+    )
     first = fake_sglang.fake.requests[0]["rid"]
     for _ in range(50):  # the browser closed the first stream: the engine was told to stop
         if first in fake_sglang.fake.aborted:
@@ -155,15 +182,15 @@ async def test_a_new_question_stops_the_answer_being_written(
     assert first in fake_sglang.fake.aborted
 
 
-async def test_a_sentence_that_fails_validation_never_reaches_the_page(
+async def test_a_claim_that_fails_its_check_never_reaches_the_page(
     page: Page, serve: Any, bank: Any, fake_sglang: RunningFake
 ) -> None:
-    """The model's second sentence contradicts the facts (the bill is unpaid): a log of every change
-    to the answer's text proves the page never showed it; the engine request was aborted and the
-    verified answer replaced the first sentence."""
-    contradiction = "Your payment has been received, thank you."
-    text = f"Your new balance is {{new_balance}}. {contradiction} Nothing else."
-    fake_sglang.fake.default = Script(text=json.dumps({"answer": text}), token_delay_s=0.03)
+    """The plan's third claim contradicts the facts (it says the bill is paid; it is unpaid): a log of
+    every change to the answer's text proves the page never showed it; the engine request was aborted
+    and the verified answer replaced the claims already said."""
+    paid = {"claim": "payment_status", "status": "paid"}
+    text = plan(CHANGE_UP, DRIVER_1_UP, paid, {"claim": "period"}, {"claim": "next_step", "action": "agent"})
+    fake_sglang.fake.default = Script(text=text, token_delay_s=0.03)
     server = serve()
     await open_demo(page, server, bank)
     await page.evaluate(
@@ -178,9 +205,9 @@ async def test_a_sentence_that_fails_validation_never_reaches_the_page(
     answer = page.get_by_role("region", name="Answer")
     await expect(answer).to_have_attribute("data-source", "fallback")
     shown: list[str] = await page.evaluate("window.shown")
-    assert any("Your new balance is 124.99 EUR." in text for text in shown)  # the valid first sentence
-    assert [text for text in shown if contradiction in text] == []
-    assert [text for text in shown if "thank you" in text] == []
+    assert any(GOOD_SHOWN in text for text in shown)  # the change and its cause, said before the contradiction
+    assert [text for text in shown if "payment status" in text] == []
+    assert [text for text in shown if "paid in full" in text] == []
     assert "{" not in "".join(shown)  # no unfilled slot either
     await expect(answer).to_contain_text("12.00 EUR more than the 112.99 EUR on your previous statement")
     rid = fake_sglang.fake.requests[-1]["rid"]
@@ -188,7 +215,7 @@ async def test_a_sentence_that_fails_validation_never_reaches_the_page(
         if rid in fake_sglang.fake.aborted:
             break
         await asyncio.sleep(0.05)
-    assert rid in fake_sglang.fake.aborted  # the engine stopped writing at the failing sentence
+    assert rid in fake_sglang.fake.aborted  # the engine stopped writing at the failing claim
 
 
 class BankSite:
@@ -219,7 +246,7 @@ class BankSite:
 async def test_the_widget_embeds_on_the_banks_own_site(
     page: Page, serve: Any, bank: Any, fake_sglang: RunningFake, allowed: bool
 ) -> None:
-    fake_sglang.fake.default = Script(text=json.dumps({"answer": ANSWER}))
+    fake_sglang.fake.default = Script(text=ANSWER)
     site = BankSite()
     try:
         # The assistant lets the bank's origin call it from the browser (CORS), or does not.
@@ -253,7 +280,8 @@ async def test_an_expired_session_says_so(page: Page, serve: Any, bank: Any) -> 
 async def test_rate_limits_and_overload_are_clear_messages(
     browser: Browser, serve: Any, bank: Any, fake_sglang: RunningFake, engine: AsyncEngine
 ) -> None:
-    fake_sglang.fake.default = Script(text=json.dumps({"answer": ANSWER}), hang_s=2.0)
+    fake_sglang.fake.default = Script(text=ANSWER, hang_s=2.0)
+    fake_sglang.fake.answer_for = payment_plans(fake_sglang.fake)
     # One engine slot, a short queue: while one question is answered, the next is refused (503).
     server = serve(ENGINE_CAPACITY="1", QUEUE_DEADLINE_SCALE="0.01")
     first, second = await browser.new_page(), await browser.new_page()

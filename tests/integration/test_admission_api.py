@@ -20,6 +20,7 @@ from app.domain.priority import sglang_priority
 from app.settings import Settings
 from tests.factories import document
 from tests.fakes.sglang_server import RunningFake, Script
+from tests.plans import GOOD
 from tests.servers import ThreadedServer
 
 QUESTION = {"account_ref": "A-1", "question": "Why is my bill higher than last month?", "as_of": "2026-11-10"}
@@ -54,7 +55,7 @@ async def test_over_the_rate_limit_is_429_with_retry_after(client: Any, bank: An
 async def test_overload_is_503_with_retry_after_and_batch_goes_last(
     database_url: str, bank: Any, fake_sglang: RunningFake
 ) -> None:
-    fake_sglang.fake.default = Script(text=json.dumps({"answer": "x"}), hang_s=1.0)
+    fake_sglang.fake.default = Script(text=GOOD, hang_s=1.0)
     # One engine slot, and queue deadlines far shorter than one answer: the second request is refused.
     app = create_app(llm_settings(fake_sglang, ENGINE_CAPACITY="1", QUEUE_DEADLINE_SCALE="0.01"), database_url)
     server = ThreadedServer(app)
@@ -67,7 +68,8 @@ async def test_overload_is_503_with_retry_after_and_batch_goes_last(
             assert refused.status_code == 503
             assert refused.json()["error"] == "overloaded"
             assert int(refused.headers["retry-after"]) >= 1
-            assert (await first).status_code == 200
+            answered = await first
+            assert (answered.status_code, answered.json()["source"]) == (200, "model")
             batch_question = {**QUESTION, "question": "Did my payment arrive?", "channel": "batch"}  # not cached
             batch = await http.post("/v1/explanations", json=batch_question, headers=headers)
             assert batch.status_code == 200
@@ -91,7 +93,7 @@ async def until(condition: Callable[[], bool], timeout_s: float = 10) -> None:
 async def test_a_caller_who_hangs_up_is_cancelled_and_the_engine_aborted(
     database_url: str, bank: Any, fake_sglang: RunningFake
 ) -> None:
-    fake_sglang.fake.default = Script(text=json.dumps({"answer": "x"}), hang_s=30)
+    fake_sglang.fake.default = Script(text=GOOD, hang_s=30)
     app = create_app(llm_settings(fake_sglang, ENGINE_CAPACITY="1"), database_url)
     server = ThreadedServer(app)
     try:
@@ -107,11 +109,11 @@ async def test_a_caller_who_hangs_up_is_cancelled_and_the_engine_aborted(
             assert app.state.answers.scheduler.in_flight == 1
         # The socket is closed: the request must be cancelled and its generation aborted.
         await until(lambda: rid in fake_sglang.fake.aborted and app.state.answers.scheduler.in_flight == 0)
-        fake_sglang.fake.default = Script(text=json.dumps({"answer": "x"}))
+        fake_sglang.fake.default = Script(text=GOOD)
         async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:  # the slot is free again
             after = await http.post("/v1/explanations", json=QUESTION, headers={"Authorization": f"Bearer {bank.key}"})
             metrics = (await http.get("/metrics")).text
-        assert after.status_code == 200
+        assert (after.status_code, after.json()["source"]) == (200, "model")
         assert f'bill_assistant_cancelled_total{{level="1",tenant="{bank.slug}",where="running"}} 1.0' in metrics
     finally:
         server.stop()

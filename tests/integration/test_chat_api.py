@@ -331,4 +331,3 @@ async def test_one_log_event_per_stream_without_the_token(database_url: str, ban
     assert (event["intent"], event["source"]) == ("out_of_scope", "fallback")  # it mentions a PIN
     assert token not in str(logs)
     assert ("4821" in str(logs)) == (log_questions == "1")
-

@@ -74,9 +74,9 @@ def plan_for(fake: FakeSGLang) -> Callable[[str], Script | None]:
     script would write it (its pace, its hang); None: the default script."""
 
     def pick(prompt: str) -> Script | None:
-        for question, text in PLANS.items():
+        for question, written in PLANS.items():
             if f"<<<{question}>>>" in prompt:
-                return dataclasses.replace(fake.default, text=text)
+                return dataclasses.replace(fake.default, text=written)
         return None
 
     return pick

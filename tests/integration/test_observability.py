@@ -3,7 +3,6 @@ with the right labels, and token counts reach the counters."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -15,10 +14,12 @@ from app.settings import Settings
 from tests.factories import document
 from tests.fakes.sglang_server import RunningFake, Script
 from tests.metrics import sample
+from tests.plans import CHANGE_UP, GOOD, plan
 
 SEQUENTIAL = ("auth", "admission", "db", "facts", "explain", "prompt", "engine", "validate", "audit")
-GOOD = "Your new balance is 124.99 EUR, 12.00 EUR more than last month, because of City Gym."
-VALID = "Your new balance is {new_balance}, {difference} more than last month, because of {driver_1}."
+# A whole plan that is refused once it ends (the bill went up, and it never says why): every stage runs,
+# the deterministic answer's ("explain") included.
+REFUSED = plan(CHANGE_UP)
 
 
 @pytest.fixture
@@ -31,7 +32,7 @@ async def llm_client(database_url: str, fake_sglang: RunningFake) -> AsyncIterat
 async def test_stage_timings_add_up_and_reach_header_and_metrics(
     llm_client: Any, make_tenant: Any, load: Any, fake_sglang: RunningFake
 ) -> None:
-    fake_sglang.fake.default = Script(text=json.dumps({"answer": GOOD}))
+    fake_sglang.fake.default = Script(text=REFUSED)
     fake_sglang.fake.speculative = True
     tenant = await make_tenant()
     await load(document(tenant.slug))
@@ -42,6 +43,7 @@ async def test_stage_timings_add_up_and_reach_header_and_metrics(
         headers={"Authorization": f"Bearer {tenant.key}"},
     )
     assert r.status_code == 200
+    assert r.json()["source"] == "fallback"
     timings = r.json()["timings_ms"]
     assert set(SEQUENTIAL) <= timings.keys()
     assert {"ttft", "decode", "queue"} <= timings.keys()
@@ -76,7 +78,7 @@ async def test_a_refused_request_still_has_server_timing(client: Any) -> None:
 async def test_answer_latency_by_tenant_and_channel_reaches_the_histograms(
     llm_client: Any, make_tenant: Any, load: Any, fake_sglang: RunningFake
 ) -> None:
-    fake_sglang.fake.default = Script(text=json.dumps({"answer": VALID}))
+    fake_sglang.fake.default = Script(text=GOOD)
     tenant = await make_tenant()
     await load(document(tenant.slug))
     first = {"tenant": tenant.slug, "channel": "api"}

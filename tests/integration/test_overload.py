@@ -5,7 +5,6 @@ probes still answer, and once the held ones finish requests are admitted again."
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import httpx
@@ -17,6 +16,7 @@ from tests.factories import document
 from tests.fakes.sglang_server import RunningFake, Script
 from tests.integration.test_admission_api import QUESTION, until
 from tests.metrics import sample
+from tests.plans import GOOD, plan
 from tests.servers import ThreadedServer
 
 SHED_BODY = {
@@ -25,6 +25,9 @@ SHED_BODY = {
     "message": "the service is at capacity; retry after 1 s",
     "retry_after_s": 1,
 }
+
+
+PAYMENT = plan({"claim": "payment_status", "status": "unpaid"}, {"claim": "minimum_due"})
 
 
 @pytest.fixture
@@ -37,7 +40,7 @@ async def bank(make_tenant: Any, load: Any) -> Any:
 async def test_the_third_concurrent_request_is_shed_and_probes_still_answer(
     database_url: str, bank: Any, fake_sglang: RunningFake
 ) -> None:
-    fake_sglang.fake.default = Script(text=json.dumps({"answer": "x"}), hang_s=1.5)
+    fake_sglang.fake.default = Script(text=GOOD, hang_s=1.5)
     # No batch worker: it could take another test's job items to the same fake engine.
     env = {
         "ENGINE": "sglang",
@@ -77,11 +80,11 @@ async def test_the_third_concurrent_request_is_shed_and_probes_still_answer(
 
             assert [(await task).status_code for task in held] == [200, 200]
             assert limiter.in_flight == 0
-            fake_sglang.fake.default = Script(text=json.dumps({"answer": "x"}))
+            fake_sglang.fake.default = Script(text=PAYMENT)
             again = await http.post(
                 "/v1/explanations", json={**QUESTION, "question": "Did my payment arrive?"}, headers=headers
             )
-            assert again.status_code == 200
+            assert (again.status_code, again.json()["source"]) == (200, "model")
     finally:
         server.stop()
     assert sample("bill_assistant_http_shed_total", {"reason": "in_flight"}) - shed_before == 1

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from typing import Any
 
@@ -15,6 +14,7 @@ from app.replay.traffic import Arrival
 from app.settings import Settings
 from tests.factories import document
 from tests.fakes.sglang_server import RunningFake, Script
+from tests.plans import CHANGE_UP, DRIVER_1_UP, plan
 from tests.servers import ThreadedServer
 
 
@@ -60,9 +60,8 @@ async def test_widget_arrivals_stream_through_a_session_token(
 ) -> None:
     tenant = await make_tenant("interactive")
     await load(document(tenant.slug))
-    fake_sglang.fake.default = Script(
-        text=json.dumps({"answer": "Your bill is {difference} higher."}), token_delay_s=0.02
-    )
+    # Said claim by claim: the change and its cause first, the minimum payment after them.
+    fake_sglang.fake.default = Script(text=plan(CHANGE_UP, DRIVER_1_UP, {"claim": "minimum_due"}), token_delay_s=0.02)
     env = {"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "API_KEY_CACHE_TTL": "0", "BATCH_WORKER": "0"}
     server = ThreadedServer(create_app(Settings.from_env(env), database_url))
     channels: list[Channel] = ["widget", "api", "widget", "batch"]
