@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
         streams, answers = asyncio.run(_run(port, url, key, refs[: args.accounts]))
     print(f"one request at a time, embedded engine (SmolLM2-135M Q4_1), {os.cpu_count()} cores")
     served = sum("replace" not in s for s in streams)
-    print(f"chat answers served as the model's: {served} of {len(streams)} (the rest replaced by the deterministic one)")
+    print(f"chat answers served as the model's: {served} of {len(streams)} (the rest: the deterministic one)")
     print(f"{'what the customer sees':<40} {'requests':>8} {'P50 ms':>9} {'P99 ms':>9}")
     rows = [
         ("chat: the numbers (facts event)", [s["facts"] for s in streams]),

@@ -48,7 +48,7 @@ def tokens(text: str) -> list[str]:
 class Script:
     """What the next /generate answers."""
 
-    text: str = '{"answer": "ok"}'
+    text: str = '{"claims": [{"claim": "period"}]}'  # a plan; a test scripts the one its facts need
     error_after: int | None = None  # send an error event after this many tokens
     status: int = 200  # refuse the request with this HTTP status
     hang_s: float = 0.0  # wait this long before the first token (timeouts)

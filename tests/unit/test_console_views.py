@@ -38,10 +38,7 @@ def test_every_fallback_rule_has_a_label() -> None:
 
 def test_a_stored_reason_shows_its_rule_label_and_detail() -> None:
     view = answer_view(record("fallback", "unslotted_figure:12.00"))
-    assert (
-        view.validation
-        == "Deterministic answer served: a sentence wrote a figure or date outside its slot (12.00)"
-    )
+    assert view.validation == "Deterministic answer served: a sentence wrote a figure or date outside its slot (12.00)"
 
 
 def test_a_reason_without_detail_shows_the_label_alone() -> None:

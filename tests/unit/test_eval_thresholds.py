@@ -13,7 +13,8 @@ def summary(label: str, *, errors: dict[str, int] | None = None, served: int = 8
     counts = ZERO | (errors or {})
     return Summary(
         label=label, engine="sglang", target=None, model="m", cases=100, served_as_model=served,
-        served_share=served / 100, served_by_locale={}, fallbacks={}, served_errors=0, errors=counts, error_rates={k: v / 100 for k, v in counts.items()},
+        served_share=served / 100, served_by_locale={}, fallbacks={}, served_errors=0, errors=counts,
+        error_rates={k: v / 100 for k, v in counts.items()},
         ttft_ms=Latency(p50=100.0, p99=ttft_p99), e2e_ms=Latency(p50=900.0, p99=2000.0),
         tokens=Tokens(prompt=1, cached=0, completion=1), results=[],
     )  # fmt: skip
