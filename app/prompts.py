@@ -168,7 +168,7 @@ def render_fallback(
     if locale not in LOCALES:
         raise ValueError(f"unsupported locale {locale!r}")
     wanted = set(focus)
-    text = _env.get_template(f"fallback/{intent}.{locale}.j2").render(
+    text = _env.get_template(f"locales/{locale}/fallback/{intent}.j2").render(
         facts=facts,
         policy=policy,
         top=facts.drivers[:TOP_DRIVERS],
@@ -181,13 +181,13 @@ def render_fallback(
 
 
 def claim_wordings(locale: str) -> Any:
-    """The reviewed wordings of plan claims in this locale: prompts/claims.<locale>.j2's macros."""
-    return _env.get_template(f"claims.{locale}.j2").module
+    """The reviewed wordings of plan claims in this locale: prompts/locales/<locale>/claims.j2's macros."""
+    return _env.get_template(f"locales/{locale}/claims.j2").module
 
 
 def phrases(drivers: Iterable[Driver], status: str, locale: str) -> tuple[list[str], str]:
     """The words the answers use for each driver and for a payment status, in the customer's language."""
-    macros: Any = _env.get_template(f"macros.{locale}.j2").module
+    macros: Any = _env.get_template(f"locales/{locale}/macros.j2").module
     return [str(macros.driver(d)) for d in drivers], str(macros.status({"status": status}))
 
 
@@ -225,7 +225,7 @@ class SlotValues(Mapping[str, str]):
             return formatting.day(slot.day, locale)
         if slot.kind == "percent":
             return f"{change_percent(facts)}%"
-        macros: Any = _env.get_template(f"macros.{locale}.j2").module
+        macros: Any = _env.get_template(f"locales/{locale}/macros.j2").module
         if slot.kind == "status":
             return str(macros.status({"status": facts.payment.status}))
         if slot.role == "driver":

@@ -1,4 +1,4 @@
-"""Says a plan's accepted claims to the customer, in reviewed wordings (prompts/claims.<locale>.j2).
+"""Says a plan's accepted claims to the customer, in reviewed wordings (prompts/locales/<locale>/claims.j2).
 
 Each wording is written with slots and filled from the facts, so the text states the facts' values
 exactly; the truth contract's sentence check (app/domain/validation.py) still runs over every

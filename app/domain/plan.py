@@ -3,7 +3,7 @@
 The model never writes the customer's text. It picks claims ("the change, up"; "driver 2, down";
 "the payment status: unpaid") under a JSON schema enforced while decoding; each claim's arguments
 are checked here against the facts, and the service says the accepted claims in reviewed wordings
-(prompts/claims.<locale>.j2), filled from the facts. There is no way to write a figure, a date, a
+(prompts/locales/<locale>/claims.j2), filled from the facts. There is no way to write a figure, a date, a
 merchant or a bank action: the set of things that can be said is closed, so no paraphrase can
 contradict the facts (DESIGN.md, rule 2).
 
