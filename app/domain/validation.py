@@ -1,20 +1,18 @@
-"""Checks the model's answer before any customer reads it: the truth contract.
-
-The model writes no figures, dates, percentages, status words or third-party names: it writes slots
-(app/domain/slots.py) that the service fills from the facts. So a served sentence is checked for
-what the model could still get wrong, sentence by sentence (a stream releases each sentence only
-once it has passed):
+"""The truth contract's second line: every sentence a customer reads from a plan (the reviewed
+wordings of its claims, app/answers/realize.py) is checked with its slots unfilled before it is said.
+The first line is the plan check (app/domain/plan.py); these checks stay because a wording can be
+edited, and they know what a slotted sentence may never do:
 - every `{slot}` is one these facts offer, and no figure, date, percentage, currency, status word or
   merchant name stands outside a slot;
 - the words right before a slot name the role the slot has ("the minimum payment of {outstanding}"
   fails: a role swap);
 - direction words (higher/lower, 增加/减少, unchanged) agree with the sign of what they describe: the
-  drivers named in the sentence, and the bill's difference when the sentence names it or no driver.
-And the whole answer: not empty, not too long, in the language asked for (each sentence too).
+  drivers named in the sentence, and the bill's difference when the sentence names it or no driver;
+- the sentence is in the customer's language.
 
 Status words are refused outright rather than compared with the status: the {status} slot states it,
 in the facts' own words, so no paraphrase or negation ("nothing is owed", "尚未还款") can flip it.
-Anything refused is replaced by the deterministic answer, with the reason.
+A refused sentence is never said: the deterministic answer is served instead, with the reason.
 """
 
 from __future__ import annotations
@@ -28,8 +26,6 @@ from app.domain.facts import BillFacts
 from app.domain.formatting import MONTHS_EN
 from app.domain.reasons import Reason, Rule
 from app.domain.slots import SLOT, Role, Slot, labels, slots
-
-MAX_CHARS = 800
 
 
 class Verdict(msgspec.Struct, frozen=True):
@@ -243,22 +239,3 @@ def _check_sentence(sentence: str, contract: Contract, locale: str) -> Verdict:
         if lower in lowered:
             return _refuse("unslotted_label", label)
     return _direction(sentence, named, contract.difference_sign)
-
-
-def validate(
-    text: str, facts: BillFacts, locale: str, *, max_chars: int = MAX_CHARS, contract: Contract | None = None
-) -> Verdict:
-    """The model's whole answer, with its slots still unfilled: the whole (length, language), then each
-    sentence. `contract`: these facts' contract, when the caller has already worked it out."""
-    stripped = text.strip()
-    if not stripped:
-        return _refuse("empty")
-    if len(stripped) > max_chars:
-        return _refuse("too_long", str(len(stripped)))
-    if not (verdict := _language(stripped, locale)).ok:
-        return verdict
-    contract = contract or Contract.of(facts)
-    for sentence in sentences(stripped):
-        if not (verdict := check_sentence(sentence, contract, locale)).ok:
-            return verdict
-    return OK

@@ -1,5 +1,6 @@
-"""The contradiction suite: named texts a model could write, run through the validator the service
-uses (app/domain/validation.py `validate`, on the model's text with its slots unfilled).
+"""The sentence checks' own suite: named texts with their slots unfilled, checked sentence by
+sentence (app/domain/validation.py `check_sentence`, the second line behind the reviewed wordings of
+plan claims; the plans' suite is tests/unit/test_plan_contradictions.py).
 
 Every contradiction (status paraphrases and negations, role-swapped amounts, percentages and dates,
 wrong direction, wrong driver, injected outputs) must be rejected: 100%. Consistent paraphrases,
@@ -14,10 +15,19 @@ import pytest
 
 from app.domain.facts import BillFacts, compute_facts
 from app.domain.records import Line
-from app.domain.validation import validate
+from app.domain.validation import OK, Contract, Verdict, check_sentence, sentences
 from tests.histories import GYM, OCT, SEP, history
 
 D = Decimal
+
+
+def validate(text: str, facts: BillFacts, locale: str) -> Verdict:
+    """Each sentence of the text, in turn: the first that fails, or OK."""
+    contract = Contract.of(facts)
+    for sentence in sentences(text.strip()):
+        if not (verdict := check_sentence(sentence, contract, locale)).ok:
+            return verdict
+    return OK
 
 
 def _facts(lines: list[Line], currency: str = "EUR", as_of: date = date(2026, 11, 10)) -> BillFacts:
@@ -330,8 +340,6 @@ def test_a_downward_bill_accepts_its_own_direction() -> None:
     assert validate("本期账单比上月减少了{difference}。", DOWN, "zh-CN").ok
 
 
-def test_whole_answer_checks() -> None:
-    assert validate("   ", UNPAID, "en").rule == "empty"
-    assert validate("Your new balance is {new_balance}. " * 40, UNPAID, "en").rule == "too_long"
+def test_a_sentence_in_another_language_is_refused() -> None:
     assert validate("您本期新余额为{new_balance}，比上月增加{difference}。", UNPAID, "en").rule == "wrong_language"
     assert validate("Your new balance is {new_balance}.", CNY, "zh-CN").rule == "wrong_language"
