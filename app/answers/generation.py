@@ -13,20 +13,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
+from typing import NamedTuple
 
 import msgspec
 
 from app.answers.plan_stream import ClaimSplitter
 from app.answers.realize import Realizer
 from app.answers.schemas import Usage
+from app.domain.facts import BillFacts
+from app.domain.intents import mentioned
 from app.domain.plan import AnyClaim, Claim, Plan, PlanCheck, decode_claim, ordered
 from app.domain.plan_schema import plan_grammar, plan_schema
+from app.domain.policy import TenantPolicy
 from app.domain.reasons import Reason
+from app.domain.vocabulary import ChatTemplate, Intent, Locale, PromptLayout
 from app.errors import EngineError
 from app.inference.engine import Engine, Event, Finished, GenerationRequest, TextDelta
 from app.inference.scheduler import Drain
 from app.metrics import CACHED_TOKENS_BY, COMPLETION_TOKENS_BY, PROMPT_TOKENS_BY, SPEC_ACCEPT_RATE
-from app.prompts import RenderedPrompt
+from app.prompts import render_prompt
 from app.timing import Stopwatch
 
 ABORT_WAIT_S = 1.0  # how long an aborted engine request may take to report its tokens
@@ -52,12 +57,41 @@ class _Expired(Exception):
 _PRODUCERS: set[asyncio.Task[None]] = set()
 
 
-def plan_request(
-    prompt: RenderedPrompt, *, request_id: str, priority: int, max_tokens: int, check: PlanCheck
-) -> GenerationRequest:
-    """The engine request for a plan, decoded under the form of the plans these facts allow."""
+class PlanJob(NamedTuple):
+    """What one plan is asked and checked with: the engine request, the check, the realizer."""
+
+    request: GenerationRequest
+    check: PlanCheck
+    realizer: Realizer
+
+
+def plan_job(
+    *,
+    facts: BillFacts,
+    intent: Intent,
+    question: str,
+    locale: Locale,
+    policy: TenantPolicy,
+    chat_template: ChatTemplate,
+    request_id: str,
+    priority: int,
+    max_tokens: int,
+    layout: PromptLayout = "static",
+) -> PlanJob:
+    """The plan prompt for this question, decoded under the form of the plans these facts allow; the
+    service and the eval both ask the model through here."""
+    check = PlanCheck(facts, intent, mentioned(question, {e.label for e in facts.entries}))
+    prompt = render_prompt(
+        policy=policy,
+        intent=intent,
+        facts=facts,
+        question=question,
+        chat_template=chat_template,
+        focus=check.focus,
+        layout=layout,
+    )
     allowed = check.allowed()
-    return GenerationRequest(
+    request = GenerationRequest(
         request_id=request_id,
         prompt=prompt.text,
         max_tokens=max_tokens,
@@ -66,6 +100,7 @@ def plan_request(
         grammar=plan_grammar(allowed),
         priority=priority,
     )
+    return PlanJob(request=request, check=check, realizer=Realizer(facts, locale))
 
 
 async def generate(

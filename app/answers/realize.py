@@ -16,9 +16,9 @@ from app.prompts import JOINERS, SlotValues, claim_wordings
 
 
 class Realizer:
-    def __init__(self, facts: BillFacts, locale: Locale, values: SlotValues | None = None) -> None:
+    def __init__(self, facts: BillFacts, locale: Locale) -> None:
         self.facts, self.locale = facts, locale
-        self.values = values if values is not None else SlotValues(facts, locale)
+        self.values = SlotValues(facts, locale)
         self.contract = Contract.of(facts, self.values.slots)
         self._items = items(facts)
         self._fees = fee_items(facts)

@@ -23,9 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.answers import cache
 from app.answers.cache import CacheKey
-from app.answers.generation import Outcome, generate, plan_request
+from app.answers.generation import Outcome, generate, plan_job
 from app.answers.messages import Ask, ChatEvent, Delta, Facts, Final, Replace, Turn, final_answer, respond
-from app.answers.realize import Realizer
 from app.answers.schemas import ExplanationRequest, ExplanationResponse
 from app.data.audit import AuditRow, record_answer
 from app.data.database import autocommit
@@ -34,7 +33,6 @@ from app.data.history import load_records
 from app.data.tenants import Principal, principal_for
 from app.domain.facts import compute_facts
 from app.domain.intents import CANONICAL_QUESTIONS, classify, label_keys, mentioned
-from app.domain.plan import PlanCheck
 from app.domain.priority import QUEUE_DEADLINE_S, effective_level
 from app.domain.reasons import Reason
 from app.domain.vocabulary import Source
@@ -43,7 +41,7 @@ from app.inference.engine import Engine
 from app.inference.factory import build_engine
 from app.inference.scheduler import Hooks, Ledger, Scheduler
 from app.metrics import ANSWER_FIRST_TEXT_BY, ANSWER_SECONDS_BY, ANSWERS_BY, FALLBACKS_BY
-from app.prompts import render_fallback, render_prompt
+from app.prompts import render_fallback
 from app.settings import Settings
 
 log = structlog.get_logger("bill_assistant.answers")
@@ -207,31 +205,24 @@ class AnswerService:
         """The model's plan for this turn, checked and said claim by claim (app/answers/generation.py)."""
         assert self.llm is not None
         ask = turn.ask
-        focus = mentioned(ask.request.question, {e.label for e in turn.facts.entries})
         with ask.stopwatch.stage("prompt"):
-            check = PlanCheck(turn.facts, turn.intent, focus)
-            realizer = Realizer(turn.facts, turn.locale)
-            prompt = render_prompt(
-                policy=ask.principal.policy,
-                intent=turn.intent,
+            job = plan_job(
                 facts=turn.facts,
+                intent=turn.intent,
                 question=ask.request.question,
+                locale=turn.locale,
+                policy=ask.principal.policy,
                 chat_template=self.settings.chat_template,
-                focus=check.focus,
-                layout=self.settings.prompt_layout,
-            )
-            request = plan_request(
-                prompt,
                 request_id=ask.audit_id.hex,
                 priority=turn.level,
                 max_tokens=self.settings.engine_max_tokens,
-                check=check,
+                layout=self.settings.prompt_layout,
             )
         return generate(
             self.llm,
-            request,
-            check=check,
-            realizer=realizer,
+            job.request,
+            check=job.check,
+            realizer=job.realizer,
             timeout_s=self.settings.engine_timeout_s,
             stopwatch=ask.stopwatch,
             drain=self.scheduler.drain,

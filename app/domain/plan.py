@@ -24,17 +24,18 @@ from app.domain.slots import MAX_DRIVERS, items
 from app.domain.vocabulary import Intent
 
 MAX_CLAIMS = 5
-WORDINGS = 2  # every claim type has this many reviewed wordings per locale
 
 Direction = Literal["up", "down", "same"]
 DriverDirection = Literal["up", "down"]
 Action = Literal["pay", "agent"]
+Wording = Literal[1, 2]  # every claim type has these reviewed wordings in each locale
+WORDINGS: tuple[Wording, ...] = get_args(Wording)
 
 
 class Claim(
     msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="claim"
 ):
-    wording: Literal[1, 2] = 1  # which reviewed wording says it
+    wording: Wording = 1  # which reviewed wording says it
 
 
 class NewBalance(Claim, frozen=True, tag="new_balance"):

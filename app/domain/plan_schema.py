@@ -17,7 +17,7 @@ import msgspec
 
 from app.domain.plan import CLAIM_TYPES, FITS, LEAD, MAX_CLAIMS, WORDINGS, Allowed
 
-_WORDING = {"enum": list(range(1, WORDINGS + 1))}
+_WORDING = {"enum": list(WORDINGS)}
 
 
 def _claim(kind: str, **fixed: Any) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Runs the golden set against one engine profile, exactly as the service asks the model.
 
 Each case's prompt is rendered by `render_prompt` with the policy of a fixed demo tenant (the first
-of app/demo.py's), sent as `plan_request` builds it (the same plan schema, stop strings and token
+of app/demo.py's), sent as `plan_job` builds it for the service (the same plan schema, stop strings and token
 limit) and read through `generate`, like the service. Then: is the plan served as the model's
 answer, or why not (the fallback rule); the key-field errors (app/eval/keyfields.py) in the text the
 accepted plan says, and the plan-level ones of a refused plan (a status, direction or subject that
@@ -20,16 +20,12 @@ from time import perf_counter
 import msgspec
 
 from app import demo
-from app.answers.generation import generate, plan_request
-from app.answers.realize import Realizer
-from app.domain.intents import mentioned
-from app.domain.plan import PlanCheck
+from app.answers.generation import generate, plan_job
 from app.domain.policy import TenantPolicy
 from app.domain.vocabulary import ChatTemplate, EngineKind
 from app.eval.golden import GoldenCase
 from app.eval.keyfields import Finding, Kind, key_field_errors
 from app.inference.engine import Engine
-from app.prompts import render_prompt
 from app.timing import Stopwatch
 
 
@@ -95,19 +91,16 @@ async def run_case(
     timeout_s: float,
     known: set[str],
 ) -> CaseResult:
-    check = PlanCheck(case.facts, case.intent, mentioned(case.question, {e.label for e in case.facts.entries}))
-    realizer = Realizer(case.facts, case.locale)
-    prompt = render_prompt(
-        policy=policy, intent=case.intent, facts=case.facts, question=case.question, chat_template=chat_template,
-        focus=check.focus,
+    job = plan_job(
+        facts=case.facts, intent=case.intent, question=case.question, locale=case.locale, policy=policy,
+        chat_template=chat_template, request_id=uuid.uuid4().hex, priority=0, max_tokens=max_tokens,
     )  # fmt: skip
-    request = plan_request(prompt, request_id=uuid.uuid4().hex, priority=0, max_tokens=max_tokens, check=check)
     stopwatch = Stopwatch()
     started = perf_counter()
     outcome = None
     first_text_ms: float | None = None  # when the engine never finishes (a timeout), the first text seen here
     async for item in generate(
-        engine, request, check=check, realizer=realizer, timeout_s=timeout_s, stopwatch=stopwatch
+        engine, job.request, check=job.check, realizer=job.realizer, timeout_s=timeout_s, stopwatch=stopwatch
     ):
         if isinstance(item, str):
             if first_text_ms is None:

@@ -12,12 +12,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from app.answers.generation import plan_job
 from app.cli import main
-from app.domain.intents import mentioned
-from app.domain.plan import PlanCheck
 from app.eval import golden
 from app.eval.run import demo_policy
-from app.prompts import render_prompt
 from app.settings import get_settings
 from tests.fakes.sglang_server import RunningFake, Script
 from tests.plans import plan, true_plan
@@ -37,13 +35,14 @@ def scripted(flip: bool) -> Callable[[str], Script | None]:
     policy, template = demo_policy(), get_settings().chat_template
     answers = {}
     for case in golden.load():
-        prompt = render_prompt(policy=policy, intent=case.intent, facts=case.facts, question=case.question,
-                               chat_template=template, focus=PlanCheck(case.facts, case.intent, mentioned(
-                                   case.question, {e.label for e in case.facts.entries})).focus)  # fmt: skip
+        prompt = plan_job(
+            facts=case.facts, intent=case.intent, question=case.question, locale=case.locale, policy=policy,
+            chat_template=template, request_id="x", priority=0, max_tokens=1,
+        ).request.prompt  # fmt: skip
         text = true_plan(case.facts, case.intent, case.question)
         if flip and case.id in FLIPPED:
             text = plan({"claim": "payment_status", "status": FLIPPED[case.id]})
-        answers[prompt.text] = Script(text=text, token_delay_s=0.0)
+        answers[prompt] = Script(text=text, token_delay_s=0.0)
     return answers.get
 
 
