@@ -80,7 +80,7 @@ def plan_job(
 ) -> PlanJob:
     """The plan prompt for this question, decoded under the form of the plans these facts allow; the
     service and the eval both ask the model through here."""
-    check = PlanCheck(facts, intent, mentioned(question, {e.label for e in facts.entries}))
+    check = PlanCheck(facts, intent, mentioned(question, facts.labels))
     prompt = render_prompt(
         policy=policy,
         intent=intent,

@@ -157,7 +157,7 @@ class AnswerService:
             raise NotFound(f"account {request.account_ref!r} has no statement {which}")
         with stopwatch.stage("facts"):
             facts = compute_facts(history, as_of)
-            intent = classify(request.question, {e.label for e in facts.entries})
+            intent = classify(request.question, facts.labels)
         locale = request.locale or history.customer_locale
         return Turn(ask=ask, level=level, history=history, facts=facts, intent=intent, locale=locale, as_of=as_of)
 
@@ -197,7 +197,7 @@ class AnswerService:
     def _deterministic(self, turn: Turn) -> str:
         """The answer served when the model is not asked or fails: rendered from the facts alone."""
         with turn.ask.stopwatch.stage("explain"):
-            labels = {e.label for e in turn.facts.entries}
+            labels = turn.facts.labels
             focus = mentioned(turn.ask.request.question, labels)
             return render_fallback(turn.intent, turn.facts, turn.locale, policy=turn.ask.principal.policy, focus=focus)
 
@@ -249,7 +249,7 @@ class AnswerService:
         answer = respond(turn, explanation=explanation, source=source, model=model, usage=usage, plan=plan)
         key = cache.key(turn, self.llm)
         if source == "model" and turn.ask.canonical and key is not None:  # checked canonical answers only
-            labels = label_keys(e.label for e in turn.facts.entries)
+            labels = label_keys(turn.facts.labels)
             async with autocommit(self.db) as conn:
                 await cache.store(conn, key, msgspec.json.encode(answer).decode(), labels)
         return await self._audit(turn, answer, reason), reason

@@ -16,9 +16,10 @@ from app.domain.records import AccountHistory
 from app.domain.vocabulary import Channel, Intent, Locale
 from app.errors import UnreadableData
 
-# One statement, one round trip: the account, every statement up to the one asked about with the
-# signed sum of its period (openings chain through them), and the lines from the previous
-# statement's start to the later of the statement's end and as_of (payments after the close).
+# One statement, one round trip, whose cost does not grow with the statements' length: the account,
+# every statement up to the one asked about with its net from its summary (openings chain through
+# them), the totals of the last two, the lines of the last one an answer may name (all kept by
+# triggers, migration 0011), and the payments after its close up to as_of.
 # Cast to text: the driver would decode JSON numbers to floats; msgspec decodes them to Decimal.
 # $1 tenant, $2 account ref, $3 the statement's period end (NULL: the latest), $4 as of.
 _CTES = """
@@ -29,21 +30,17 @@ acct AS (
     WHERE a.tenant_id = $1 AND a.ref = $2
 ),
 stmts AS (
-    SELECT s.id, s.period_start, s.period_end, s.due_date, s.minimum_due, s.data_version,
-           COALESCE(SUM(CASE WHEN t.kind IN ('refund', 'payment') THEN -t.amount ELSE t.amount END), 0)
-               AS net
+    SELECT s.id, s.period_start, s.period_end, s.due_date, s.minimum_due, s.data_version, ss.net
     FROM statements s
     JOIN acct ON s.account_id = acct.id
-    LEFT JOIN transactions t
-        ON t.tenant_id = s.tenant_id AND t.account_id = s.account_id
-       AND t.posted_on BETWEEN s.period_start AND s.period_end
+    JOIN statement_summaries ss ON ss.statement_id = s.id
     WHERE s.tenant_id = $1 AND s.period_end <= COALESCE(CAST($3 AS date), 'infinity')
-    GROUP BY s.id
 ),
-bounds AS (
-    SELECT (SELECT period_start FROM stmts ORDER BY period_end DESC OFFSET 1 LIMIT 1) AS prev_start,
-           (SELECT period_start FROM stmts ORDER BY period_end DESC LIMIT 1) AS cur_start,
-           GREATEST((SELECT MAX(period_end) FROM stmts), CAST($4 AS date)) AS upto
+last_two AS (
+    SELECT ss.totals, ss.lines, stmts.period_end, row_number() OVER (ORDER BY stmts.period_end DESC) AS n
+    FROM stmts JOIN statement_summaries ss ON ss.statement_id = stmts.id
+    ORDER BY stmts.period_end DESC
+    LIMIT 2
 )"""
 _HISTORY = """
 json_build_object(
@@ -54,15 +51,16 @@ json_build_object(
     'customer_ref', acct.customer_ref,
     'customer_locale', acct.locale,
     'statements', COALESCE((SELECT json_agg(stmts ORDER BY stmts.period_end) FROM stmts), '[]'),
-    'lines', COALESCE((
-        SELECT json_agg(json_build_object(
-                   'posted_on', t.posted_on, 'kind', t.kind, 'amount', t.amount,
-                   'merchant', t.merchant, 'description', t.description)
-               ORDER BY t.posted_on, t.id)
-        FROM transactions t, bounds
-        WHERE t.tenant_id = $1 AND t.account_id = acct.id
-          AND t.posted_on BETWEEN COALESCE(bounds.prev_start, bounds.cur_start) AND bounds.upto
-    ), '[]')
+    'totals', COALESCE((SELECT totals FROM last_two WHERE n = 1), '[]'),
+    'previous_totals', COALESCE((SELECT totals FROM last_two WHERE n = 2), '[]'),
+    'lines', COALESCE((SELECT last_two.lines || COALESCE((
+        SELECT jsonb_agg(jsonb_build_object('posted_on', t.posted_on, 'kind', t.kind, 'amount', t.amount,
+                                            'merchant', t.merchant, 'description', t.description)
+                         ORDER BY t.posted_on, t.id)
+        FROM transactions t
+        WHERE t.tenant_id = $1 AND t.account_id = acct.id AND t.kind = 'payment'
+          AND t.posted_on > last_two.period_end AND t.posted_on <= CAST($4 AS date)
+    ), '[]') FROM last_two WHERE n = 1), '[]')
 )::text"""
 _HISTORY_SQL = f"WITH {_CTES}\nSELECT {_HISTORY}\nFROM acct"
 

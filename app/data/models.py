@@ -179,6 +179,24 @@ class Transaction(Base):
     description: Mapped[str | None] = mapped_column(String(500))
 
 
+class StatementSummary(Base):
+    """What an answer reads of a statement instead of its lines, kept by triggers (migration 0011):
+    the signed net, totals by kind and label, and the lines an answer may name."""
+
+    __tablename__ = "statement_summaries"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["tenant_id", "statement_id"], ["statements.tenant_id", "statements.id"], ondelete="CASCADE"
+        ),
+    )
+
+    statement_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(BigInteger)
+    net: Mapped[Decimal] = mapped_column(Numeric(18, 2))  # a sum of many numeric(14, 2) lines
+    totals: Mapped[list[dict[str, Any]]] = mapped_column(JSONB)
+    lines: Mapped[list[dict[str, Any]]] = mapped_column(JSONB)
+
+
 class Answer(Base):
     """The audit trail: one row for every answered request."""
 

@@ -1,4 +1,5 @@
-"""What the database hands the domain: an account's statement history and its transactions."""
+"""What the database hands the domain: an account's statement history, the totals of the statement
+asked about and of the one before, and the lines an answer may name."""
 
 from __future__ import annotations
 
@@ -20,6 +21,15 @@ class Line(msgspec.Struct, frozen=True, kw_only=True):
     description: str | None = None
 
 
+class Total(msgspec.Struct, frozen=True, kw_only=True):
+    """The lines of one kind and label in a statement's period (app/domain/facts.py `line_label`)."""
+
+    kind: str
+    label: str
+    amount: Decimal
+    lines: int
+
+
 class Period(msgspec.Struct, frozen=True, kw_only=True):
     """A statement, with the signed sum of the transactions posted in its period."""
 
@@ -33,8 +43,14 @@ class Period(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class AccountHistory(msgspec.Struct, frozen=True, kw_only=True):
-    """An account with every statement up to the one asked about (oldest first) and the lines
-    from the start of the previous statement's period up to the later of period end and as_of."""
+    """An account with every statement up to the one asked about (oldest first) and its lines.
+
+    Two forms, which give the same facts (app/domain/facts.py `summarize` turns the first into the
+    second, as the database's statement summaries do):
+    - the ledger: `lines` from the start of the previous statement's period up to the later of period
+      end and as_of, `totals` None;
+    - the summary the database reads: `totals` and `previous_totals` of the last two statements, and
+      `lines` only those an answer may name and the payments after the close."""
 
     account_id: int
     account_ref: str
@@ -44,3 +60,5 @@ class AccountHistory(msgspec.Struct, frozen=True, kw_only=True):
     customer_locale: Locale
     statements: list[Period]
     lines: list[Line]
+    totals: list[Total] | None = None
+    previous_totals: list[Total] | None = None  # [] when there is no previous statement

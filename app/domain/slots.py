@@ -15,12 +15,12 @@ from typing import Literal
 
 import msgspec
 
-from app.domain.facts import BillFacts, Entry
+from app.domain.facts import NAMED_CHARGES, BillFacts, Entry
 from app.domain.money import cents
 
 SLOT = re.compile(r"\{([a-z][a-z0-9_]*)\}")
 MAX_DRIVERS = 6  # the drivers the prompt lists (the largest first)
-MAX_ITEMS = 12  # the statement's transactions the prompt lists (the largest first)
+MAX_ITEMS = NAMED_CHARGES  # the statement's transactions the prompt lists (the largest first)
 
 # What a slot stands for: the role words around it must agree (validation's role cues).
 Role = Literal[
@@ -108,5 +108,5 @@ def change_percent(facts: BillFacts) -> Decimal:
 def labels(facts: BillFacts) -> set[str]:
     """Third-party names (merchants, fee descriptions) that only a slot may write."""
     names = {d.label for d in facts.drivers if d.label}
-    names |= {e.label for e in facts.entries if e.label and e.kind in ("purchase", "fee", "refund")}
+    names |= {t.label for t in facts.totals if t.label and t.kind in ("purchase", "fee", "refund")}
     return {name for name in names if len(name.strip()) >= 3}

@@ -29,7 +29,7 @@ def answers_markdown(
                 chosen.append(case)
         for case in chosen:
             result = by_id[case.id]
-            focus = mentioned(case.question, {e.label for e in case.facts.entries})
+            focus = mentioned(case.question, case.facts.labels)
             fallback = render_fallback(case.intent, case.facts, case.locale, policy=policy, focus=focus)
             said = result.text if result.served_as_model else f"refused ({result.reason}): the deterministic answer"
             out += [

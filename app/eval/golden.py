@@ -87,7 +87,7 @@ def load(path: Path = GOLDEN_PATH, limit: int | None = None) -> list[GoldenCase]
     cases = []
     for case in golden.cases[:limit]:
         facts = compute_facts(history(accounts[case.account], case.locale), case.as_of)
-        intent = classify(case.question, {e.label for e in facts.entries})
+        intent = classify(case.question, facts.labels)
         cases.append(GoldenCase(id=case.id, question=case.question, locale=case.locale, intent=intent, facts=facts))
     return cases
 

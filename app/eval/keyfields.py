@@ -193,7 +193,7 @@ def direction_findings(text: str, difference: Decimal) -> list[str]:
 # --- drivers --------------------------------------------------------------------------------------
 def driver_findings(text: str, facts: BillFacts, intent: Intent, known: Iterable[str]) -> list[str]:
     drivers = {d.label for d in facts.drivers if d.label}
-    allowed = drivers if intent == "bill_change" else drivers | {e.label for e in facts.entries}
+    allowed = drivers if intent == "bill_change" else drivers | facts.labels
     lowered = text.lower()
     return sorted(name for name in known if name.lower() in lowered and name not in allowed)
 

@@ -8,7 +8,7 @@ from decimal import Decimal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.domain.facts import compute_facts, drivers
+from app.domain.facts import compute_facts, drivers, totals
 from app.domain.money import ZERO, signed
 from app.domain.records import Line
 from tests.histories import OCT, SEP, history
@@ -148,7 +148,7 @@ def test_drivers_sum_to_the_difference(opening: Decimal, previous: list[Line], c
 def test_drivers_decompose_any_two_statements(
     po: Decimal, co: Decimal, previous: list[Line], current: list[Line]
 ) -> None:
-    result = drivers(po, previous, co, current)
+    result = drivers(po, totals(previous), co, totals(current))
     before = po + sum((signed(x.kind, x.amount) for x in previous), ZERO)
     after = co + sum((signed(x.kind, x.amount) for x in current), ZERO)
     assert sum((d.amount for d in result), ZERO) == after - before
