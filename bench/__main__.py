@@ -1,4 +1,4 @@
-"""./scripts/dev bench [explain|prefix|priorities|ladder|cache|chat|overload|overhead|in-process|workers] [options].
+"""./scripts/dev bench [explain|prefix|priorities|ladder|cache|chat|overload|overhead|in-process|workers|statement-size] [options].
 
 See each module's docstring."""
 
@@ -14,6 +14,7 @@ from bench import (
     overload,
     prefix_cache,
     priorities,
+    statement_size,
     workers,
 )
 
@@ -28,6 +29,7 @@ BENCHES = {
     "overhead": overhead.main,
     "in-process": in_process.main,
     "workers": workers.main,
+    "statement-size": statement_size.main,
 }
 
 if len(sys.argv) > 1 and sys.argv[1] in BENCHES:

@@ -46,19 +46,26 @@ async def _seed(url: str) -> tuple[str, list[str]]:
 
 
 @contextmanager
-def demo_database() -> Iterator[tuple[str, str, list[str]]]:
-    """A scratch database (on DATABASE_URL's server, or the embedded one) with the Northbridge demo
-    bank; yields its URL, an API key and the account refs; dropped afterwards."""
+def scratch_database() -> Iterator[str]:
+    """A migrated scratch database on DATABASE_URL's server (or the embedded one); yields its URL,
+    dropped afterwards."""
     admin = resolve_database_url(get_settings())
     name = f"bill_bench_{os.getpid()}"
     asyncio.run(_admin(admin, f'CREATE DATABASE "{name}"'))
     url = make_url(admin).set(database=name).render_as_string(hide_password=False)
     try:
         migrate(url)
-        key, refs = asyncio.run(_seed(url))
-        yield url, key, refs
+        yield url
     finally:
         asyncio.run(_admin(admin, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@contextmanager
+def demo_database() -> Iterator[tuple[str, str, list[str]]]:
+    """A scratch database with the Northbridge demo bank; yields its URL, an API key and the account refs."""
+    with scratch_database() as url:
+        key, refs = asyncio.run(_seed(url))
+        yield url, key, refs
 
 
 def free_port() -> int:
