@@ -1,4 +1,5 @@
-"""./scripts/dev bench [explain|prefix|priorities|ladder|cache|chat|overload|overhead|in-process|workers|statement-size] [options].
+"""./scripts/dev bench [BENCH] [options], BENCH one of: explain (the default), prefix, priorities, ladder,
+cache, chat, overload, overhead, in-process, workers, statement-size, import.
 
 See each module's docstring."""
 
@@ -8,6 +9,7 @@ from bench import (
     answer_cache,
     chat_stream,
     explain_load,
+    import_load,
     in_process,
     ladder,
     overhead,
@@ -30,6 +32,7 @@ BENCHES = {
     "in-process": in_process.main,
     "workers": workers.main,
     "statement-size": statement_size.main,
+    "import": import_load.main,
 }
 
 if len(sys.argv) > 1 and sys.argv[1] in BENCHES:

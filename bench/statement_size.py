@@ -1,13 +1,14 @@
 """Does an answer's cost grow with the statement's length? One explanation, engine off, in process.
 
-    ./scripts/dev bench statement-size [--sizes 20,1000,10000] [--requests 300]
+    ./scripts/dev bench statement-size [--sizes 20,1000,10000] [--requests 300] [--merchants 20]
 
 A scratch database holds one account per size whose last two statements have that many lines each
 (purchases at up to --merchants merchants, a fee every 200 lines, a payment). The merchants are the
-same for every size: each is a driver that the answer lists, so more of them is more to say. The app answers "Why is my bill higher than last
-month?" for each account in turn (round robin, so the machine's noise falls on every size alike),
-through ASGI with ENGINE=off (the deterministic answer: the history read, the facts, the audit row,
-no engine); printed: P50 and P90 wall ms per size and each size's P50 against the smallest.
+same for every size: each is a driver that the answer lists, so more of them is more to say. The app
+answers "Why is my bill higher than last month?" for each account in turn (round robin, so the
+machine's noise falls on every size alike), through ASGI with ENGINE=off (the deterministic answer:
+the history read, the facts, the audit row, no engine); printed: P50 and P90 wall ms per size and
+each size's P50 against the smallest.
 """
 
 from __future__ import annotations

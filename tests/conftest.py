@@ -12,17 +12,19 @@ from typing import Any
 
 import msgspec
 import pytest
+from click.testing import CliRunner
 from litestar.testing import AsyncTestClient
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from app.api.app import create_app
+from app.cli import main
 from app.data.database import asyncpg_url, create_engine, migrate, start_embedded_postgres
 from app.data.importer import ImportReport
 from app.data.tenants import create_tenant, issue_api_key
 from app.inference.embedded import EmbeddedEngine, default_model_path
-from app.settings import PROJECT_ROOT, Settings
+from app.settings import PROJECT_ROOT, Settings, get_settings
 from tests.factories import import_document
 from tests.fakes.sglang_server import RunningFake
 
@@ -101,6 +103,15 @@ async def client(database_url: str) -> AsyncIterator[AsyncTestClient[Any]]:
     app = create_app(settings, database_url)
     async with AsyncTestClient(app=app) as client:
         yield client
+
+
+@pytest.fixture
+def cli(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    get_settings.cache_clear()
+    runner = CliRunner()
+    yield lambda *args: runner.invoke(main, list(args), catch_exceptions=False)
+    get_settings.cache_clear()
 
 
 @pytest.fixture(scope="session")

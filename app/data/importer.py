@@ -278,7 +278,7 @@ async def import_file(conn: AsyncConnection, doc: ImportFile) -> ImportReport:
         ],
         ["account_id", "ref"],
     )
-    await _check_no_overlap(conn, list(account_ids.values()))
+    await check_no_overlap(conn, list(account_ids.values()))
     # Fresh planner statistics: after a bulk load the tables would wait for autovacuum (a minute or
     # more), and meanwhile the history query every answer runs takes a plan about twice as slow
     # (an index that only filters the accounts by ref, a bitmap over every statement of the tenant).
@@ -287,7 +287,7 @@ async def import_file(conn: AsyncConnection, doc: ImportFile) -> ImportReport:
     return report
 
 
-async def _check_no_overlap(conn: AsyncConnection, account_ids: list[int]) -> None:
+async def check_no_overlap(conn: AsyncConnection, account_ids: list[int]) -> None:
     """The file's statements are checked among themselves; this checks them against stored ones."""
     s1, s2, acc = Statement.__table__.alias(), Statement.__table__.alias(), Account.__table__
     row = (

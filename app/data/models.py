@@ -168,7 +168,7 @@ class Transaction(Base):
     )
 
     id: Mapped[int] = _id()
-    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    tenant_id: Mapped[int] = mapped_column(BigInteger)  # the account's tenant (its foreign key says so)
     account_id: Mapped[int] = mapped_column(BigInteger)
     ref: Mapped[str] = mapped_column(String(64))
     posted_on: Mapped[date] = mapped_column(Date)

@@ -134,7 +134,10 @@ def summarize(history: AccountHistory) -> AccountHistory:
         previous_lines = period_lines(history.lines, previous.period_start, previous.period_end)
     after = [line for line in history.lines if line.kind == "payment" and line.posted_on > current.period_end]
     return msgspec.structs.replace(
-        history, totals=totals(current_lines), previous_totals=totals(previous_lines), lines=nameable(current_lines) + after
+        history,
+        totals=totals(current_lines),
+        previous_totals=totals(previous_lines),
+        lines=nameable(current_lines) + after,
     )
 
 

@@ -4,29 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-from click.testing import CliRunner
 from litestar.testing import TestClient
 
 from app.api.app import create_app
-from app.cli import main
 from app.data.database import create_engine
 from app.data.tenants import authenticate
-from app.settings import Settings, get_settings
+from app.settings import Settings
 from tests.factories import document
-
-
-@pytest.fixture
-def cli(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.setenv("DATABASE_URL", database_url)
-    get_settings.cache_clear()
-    runner = CliRunner()
-    yield lambda *args: runner.invoke(main, list(args), catch_exceptions=False)
-    get_settings.cache_clear()
 
 
 def _authenticate(url: str, key: str) -> Any:

@@ -1,0 +1,146 @@
+"""Bulk loads: `bill-assistant import` of CSV files, a first load and an unchanged re-load.
+
+    ./scripts/dev bench import [--accounts 5000] [--transactions 1000000] [--json-accounts 500]
+
+Writes a bank's export as CSV (customers, accounts, twelve monthly statements per account,
+--transactions lines spread over them), then runs the real command in a child process against a
+scratch database: the first load, the same files again (nothing changes, so nothing is written), and
+for comparison the JSON importer on the first --json-accounts accounts (also as its own command).
+Printed: seconds, transaction rows per second and the command's peak memory (max RSS) per run, and the
+re-load's time against the first load's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.common import scratch_database
+
+MONTHS = 12
+MERCHANTS = [f"Merchant {i:03d}" for i in range(200)]
+
+
+def _periods() -> list[tuple[date, date]]:
+    start, spans = date(2025, 11, 1), []
+    for _ in range(MONTHS):
+        end = (start.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
+        spans.append((start, end))
+        start = end + timedelta(days=1)
+    return spans
+
+
+def write_export(folder: Path, accounts: int, transactions: int, seed: int = 11) -> dict[str, Path]:
+    """The CSV files of a bank with `accounts` accounts and `transactions` lines in all."""
+    rng, periods = random.Random(seed), _periods()
+    files = {name: folder / f"{name}.csv" for name in ("customers", "accounts", "statements", "transactions")}
+    per_account = transactions // accounts
+    with (
+        files["customers"].open("w", newline="") as c,
+        files["accounts"].open("w", newline="") as a,
+        files["statements"].open("w", newline="") as s,
+        files["transactions"].open("w", newline="") as t,
+    ):
+        cw, aw, sw, tw = csv.writer(c), csv.writer(a), csv.writer(s), csv.writer(t)
+        cw.writerow(["ref", "name", "locale"])
+        aw.writerow(["ref", "customer_ref", "kind", "currency", "masked_number", "opening_balance"])
+        sw.writerow(["account_ref", "period_start", "period_end", "due_date", "minimum_due"])
+        tw.writerow(["account_ref", "ref", "posted_on", "kind", "amount", "merchant", "category", "description"])
+        for i in range(accounts):
+            ref = f"ACC-{i:07d}"
+            cw.writerow([f"CUS-{i:07d}", f"Customer {i}", "zh-CN" if i % 5 == 0 else "en"])
+            aw.writerow([ref, f"CUS-{i:07d}", "credit_card", "EUR", f"**** {i % 10000:04d}", "0.00"])
+            for start, end in periods:
+                sw.writerow([ref, start, end, end + timedelta(days=25), "25.00"])
+            first, days = periods[0][0], (periods[-1][1] - periods[0][0]).days + 1
+            for n in range(per_account):
+                day = first + timedelta(days=rng.randrange(days))
+                kind = "payment" if n % 20 == 0 else "fee" if n % 97 == 0 else "purchase"
+                tw.writerow([
+                    ref, f"T{n}", day, kind, f"{rng.randint(100, 50000) / 100:.2f}",
+                    rng.choice(MERCHANTS) if kind == "purchase" else "", "shopping" if kind == "purchase" else "",
+                    "Late fee" if kind == "fee" else "",
+                ])  # fmt: skip
+    return files
+
+
+def write_json(files: dict[str, Path], accounts: int, path: Path) -> int:
+    """The first `accounts` accounts of the CSV export as one JSON import file; its transaction count."""
+    refs = {f"ACC-{i:07d}" for i in range(accounts)}
+
+    def rows(name: str) -> list[dict[str, Any]]:
+        with files[name].open(newline="") as f:
+            return list(csv.DictReader(f))
+
+    statements: dict[str, list[dict[str, Any]]] = {}
+    for row in rows("statements"):
+        if row["account_ref"] in refs:
+            statements.setdefault(row.pop("account_ref"), []).append(row)
+    lines: dict[str, list[dict[str, Any]]] = {}
+    for row in rows("transactions"):
+        if row["account_ref"] in refs:
+            ref = row.pop("account_ref")
+            lines.setdefault(ref, []).append({k: (v or None) for k, v in row.items()})
+    customers = {c["ref"]: c for c in rows("customers")}
+    doc: dict[str, Any] = {"tenant": "bulk", "customers": []}
+    for account in rows("accounts"):
+        if account["ref"] not in refs:
+            continue
+        customer = customers[account.pop("customer_ref")]
+        account.update(statements=statements[account["ref"]], transactions=lines.get(account["ref"], []))
+        doc["customers"].append({**customer, "accounts": [account]})
+    path.write_text(json.dumps(doc))
+    return sum(len(v) for v in lines.values())
+
+
+def _run(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """One `bill-assistant` command: its wall seconds and peak memory (MiB)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "app.cli", *args], env=env, stdout=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - started
+    out = proc.stdout.read().decode() if proc.stdout else ""
+    if status != 0:
+        raise SystemExit(f"bill-assistant {' '.join(args[:2])} failed ({status})")
+    print("   ", out.strip(), flush=True)
+    return elapsed, usage.ru_maxrss / 1024
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--accounts", type=int, default=5000)
+    parser.add_argument("--transactions", type=int, default=1_000_000)
+    parser.add_argument("--json-accounts", type=int, default=500, help="0: no JSON comparison")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp, scratch_database() as url:
+        folder = Path(tmp)
+        files = write_export(folder, args.accounts, args.transactions)
+        env = {**os.environ, "DATABASE_URL": url, "LOG_LEVEL": "WARNING"}
+        _run(["tenants", "create", "bulk", "--name", "Bulk Bank"], env)
+        csv_args = ["import", "--tenant", "bulk", *(a for name, p in files.items() for a in (f"--{name}", str(p)))]
+        rows = []
+        for label in ("CSV first load", "CSV unchanged re-load"):
+            seconds, memory = _run(csv_args, env)
+            rows.append((label, args.transactions, seconds, memory))
+        if args.json_accounts:
+            _run(["tenants", "create", "bulkjson", "--name", "Bulk Bank (JSON)"], env)
+            doc = folder / "export.json"
+            count = write_json(files, args.json_accounts, doc)
+            doc.write_text(doc.read_text().replace('"tenant": "bulk"', '"tenant": "bulkjson"', 1))
+            seconds, memory = _run(["import", str(doc)], env)
+            rows.append(("JSON first load", count, seconds, memory))
+    print(f"bill-assistant import, {args.accounts:,} accounts x {MONTHS} statements, one child process per run")
+    print(f"{'run':<22} {'transactions':>12} {'seconds':>8} {'rows/s':>9} {'peak MiB':>9}")
+    for label, count, seconds, memory in rows:
+        print(f"{label:<22} {count:>12,} {seconds:>8.1f} {count / seconds:>9,.0f} {memory:>9.0f}")
+    print(f"unchanged re-load / first load: {rows[1][2] / rows[0][2]:.1%}")

@@ -1,0 +1,120 @@
+"""Statement summaries (migration 0011) equal a recomputation from the lines (app/domain/facts.py)
+after any sequence of imports, bulk loads, corrections, deletions and moved statement periods."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import uuid
+from datetime import date, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import text
+
+from app.data.csv_import import load_csv
+from app.data.database import create_engine
+from app.data.tenants import create_tenant
+from app.domain.facts import nameable, totals
+from app.domain.money import ZERO, signed
+from app.domain.records import Line, Total
+from tests.factories import account, customer, document, import_document, statement
+from tests.integration.test_csv_import import write_csv
+
+PERIODS = [("2026-08-01", "2026-08-31"), ("2026-09-01", "2026-09-30"), ("2026-10-01", "2026-10-31")]
+# Labels that Python's strip() and the SQL btrim() must read alike, and fees named by description.
+NAMES = st.sampled_from([None, "", "City Gym", " City Gym", "City Gym\u00a0", "\u3000Café", "FreshMart"])
+KIND_AMOUNT = st.one_of(
+    st.tuples(st.sampled_from(["purchase", "fee", "interest", "refund", "payment"]),
+              st.sampled_from(["0.01", "12.00", "12.99", "100.00", "3.50"])),
+    st.tuples(st.just("adjustment"), st.sampled_from(["-5.00", "7.25"])),
+)  # fmt: skip
+LINE = st.builds(
+    lambda ref, day, ka, merchant, description: {
+        "ref": f"T-{ref}", "posted_on": (date(2026, 8, 1) + timedelta(days=day)).isoformat(), "kind": ka[0],
+        "amount": ka[1], "merchant": merchant, "description": description,
+    },
+    st.integers(0, 24), st.integers(0, 110), KIND_AMOUNT, NAMES, NAMES,
+)  # fmt: skip
+STEP = st.one_of(
+    st.tuples(st.just("json"), st.lists(LINE, max_size=15, unique_by=lambda t: t["ref"])),
+    st.tuples(st.just("csv"), st.lists(LINE, max_size=15, unique_by=lambda t: t["ref"])),
+    st.tuples(st.just("delete"), st.integers(0, 24)),
+    st.tuples(st.just("close"), st.integers(-10, 10)),  # the last statement ends this many days from 31 Oct
+)
+
+_decode_totals = msgspec.json.Decoder(list[Total])
+_decode_lines = msgspec.json.Decoder(list[Line])
+
+
+async def _run(url: str, slug: str, steps: list[tuple[str, Any]]) -> None:
+    engine = create_engine(url)
+    try:
+        async with engine.begin() as conn:
+            tenant = await create_tenant(conn, slug, slug, "standard")
+        base = document(slug, [customer(accounts=[account(statements=[statement(s, e, e) for s, e in PERIODS],
+                                                          transactions=[])])])  # fmt: skip
+        async with engine.begin() as conn:
+            await import_document(conn, base)
+        base["customers"][0]["accounts"][0]["statements"] = []  # later loads leave the (moved) periods alone
+        for kind, arg in steps:
+            async with engine.begin() as conn:
+                if kind in ("json", "csv"):
+                    base["customers"][0]["accounts"][0]["transactions"] = arg
+                    if kind == "json":
+                        await import_document(conn, base)
+                    else:
+                        with tempfile.TemporaryDirectory() as tmp:
+                            files = write_csv(base, Path(tmp))
+                            await load_csv(conn, slug, {"transactions": files["transactions"]}, lambda n, c: None)
+                elif kind == "delete":
+                    await conn.execute(text("DELETE FROM transactions WHERE tenant_id = :t AND ref = :r"),
+                                       {"t": tenant, "r": f"T-{arg}"})  # fmt: skip
+                else:
+                    end = date(2026, 10, 31) + timedelta(days=arg)
+                    await conn.execute(
+                        text("UPDATE statements SET period_end = :e, due_date = :e WHERE tenant_id = :t "
+                             "AND period_start = '2026-10-01'"), {"t": tenant, "e": end})  # fmt: skip
+            await _check(engine, tenant)
+    finally:
+        await engine.dispose()
+
+
+async def _check(engine: Any, tenant: int) -> None:
+    async with engine.connect() as conn:
+        lines = [
+            Line(posted_on=r.posted_on, kind=r.kind, amount=r.amount, merchant=r.merchant, description=r.description)
+            for r in await conn.execute(text(
+                "SELECT posted_on, kind, amount, merchant, description FROM transactions WHERE tenant_id = :t "
+                "ORDER BY posted_on, id"), {"t": tenant})
+        ]  # fmt: skip
+        summaries = (await conn.execute(text(
+            "SELECT s.period_start, s.period_end, ss.net, CAST(ss.totals AS text), CAST(ss.lines AS text) "
+            "FROM statements s JOIN statement_summaries ss ON ss.statement_id = s.id WHERE s.tenant_id = :t"),
+            {"t": tenant})).all()  # fmt: skip
+    assert len(summaries) == len(PERIODS)
+    for start, end, net, stored_totals, stored_lines in summaries:
+        period = [line for line in lines if start <= line.posted_on <= end]
+        assert net == sum((signed(x.kind, x.amount) for x in period), ZERO)
+        key = lambda t: (t.kind, t.label)  # noqa: E731 (SQL orders labels by collation, Python by code point)
+        assert sorted(_decode_totals.decode(stored_totals), key=key) == sorted(totals(period), key=key)
+        assert _decode_lines.decode(stored_lines) == nameable(period)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(STEP, min_size=1, max_size=5))
+def test_summaries_equal_a_recomputation_from_the_lines(database_url: str, steps: list[tuple[str, Any]]) -> None:
+    slug = f"sum-{uuid.uuid4().hex[:12]}"  # hypothesis replays examples: a new tenant each time
+    asyncio.run(_run(database_url, slug, steps))
+
+
+def test_the_named_lines_follow_the_domain_limits() -> None:
+    many = [Line(posted_on=date(2026, 10, 1), kind="purchase", amount=Decimal(n), merchant="M") for n in range(1, 40)]
+    fees = [Line(posted_on=date(2026, 10, 2), kind="fee", amount=Decimal("0.5"), description="F")] * 30
+    named = nameable(many + fees)
+    assert [x.amount for x in named if x.kind == "purchase"] == [Decimal(n) for n in range(39, 27, -1)]
+    assert len([x for x in named if x.kind == "fee"]) == 24
