@@ -141,7 +141,13 @@ class AnswerService:
         with stopwatch.stage("db"):
             async with self.pool.connection() as conn:
                 records = await load_records(
-                    conn, ask.principal.tenant_id, request.account_ref, request.statement_period_end, as_of, lookup
+                    conn,
+                    ask.principal.tenant_id,
+                    request.account_ref,
+                    request.statement_period_end,
+                    as_of,
+                    request.question,
+                    lookup,
                 )
         if records is not None and records.served is not None:
             ANSWERS_BY("cache").inc()

@@ -19,7 +19,8 @@ from app.errors import UnreadableData
 # One statement, one round trip, whose cost does not grow with the statements' length: the account,
 # every statement up to the one asked about with its net from its summary (openings chain through
 # them), the totals of the last two, the lines of the last one an answer may name (all kept by
-# triggers, migration 0011), and the payments after its close up to as_of.
+# triggers, migration 0011), the largest lines of the merchants or fees the question names that those
+# leave out, and the payments after its close up to as_of.
 # Cast to text: the driver would decode JSON numbers to floats; msgspec decodes them to Decimal.
 # $1 tenant, $2 account ref, $3 the statement's period end (NULL: the latest), $4 as of.
 _CTES = """
@@ -37,11 +38,15 @@ stmts AS (
     WHERE s.tenant_id = $1 AND s.period_end <= COALESCE(CAST($3 AS date), 'infinity')
 ),
 last_two AS (
-    SELECT ss.totals, ss.lines, stmts.period_end, row_number() OVER (ORDER BY stmts.period_end DESC) AS n
+    SELECT ss.totals, ss.lines, stmts.period_start, stmts.period_end,
+           row_number() OVER (ORDER BY stmts.period_end DESC) AS n
     FROM stmts JOIN statement_summaries ss ON ss.statement_id = stmts.id
     ORDER BY stmts.period_end DESC
     LIMIT 2
 )"""
+# {question}: the parameter holding the question, lowercased as `mentioned` searches it. The named
+# lines are looked for only when the question names one of the statement's labels (a CASE evaluates
+# its subquery only when reached).
 _HISTORY = """
 json_build_object(
     'account_id', acct.id,
@@ -53,7 +58,22 @@ json_build_object(
     'statements', COALESCE((SELECT json_agg(stmts ORDER BY stmts.period_end) FROM stmts), '[]'),
     'totals', COALESCE((SELECT totals FROM last_two WHERE n = 1), '[]'),
     'previous_totals', COALESCE((SELECT totals FROM last_two WHERE n = 2), '[]'),
-    'lines', COALESCE((SELECT last_two.lines || COALESCE((
+    'lines', COALESCE((SELECT last_two.lines || CASE WHEN EXISTS (
+        SELECT FROM jsonb_array_elements(last_two.totals) l
+        WHERE char_length(l ->> 'label') >= 2 AND strpos({question}, lower(l ->> 'label')) > 0
+    ) THEN COALESCE((
+        SELECT jsonb_agg(jsonb_build_object('id', t.id, 'posted_on', t.posted_on, 'kind', t.kind, 'amount', t.amount,
+                                            'merchant', t.merchant, 'description', t.description)
+                         ORDER BY abs(t.amount) DESC, t.posted_on, t.id)
+        FROM (SELECT t.* FROM transactions t
+              WHERE t.tenant_id = $1 AND t.account_id = acct.id AND t.kind <> 'payment'
+                AND t.posted_on BETWEEN last_two.period_start AND last_two.period_end
+                AND char_length(line_label(t.kind, t.merchant, t.description)) >= 2
+                AND strpos({question}, lower(line_label(t.kind, t.merchant, t.description))) > 0
+                AND t.id NOT IN (SELECT CAST(x ->> 'id' AS bigint) FROM jsonb_array_elements(last_two.lines) x)
+              ORDER BY abs(t.amount) DESC, t.posted_on, t.id
+              LIMIT 12) t
+    ), '[]') ELSE '[]' END || COALESCE((
         SELECT jsonb_agg(jsonb_build_object('posted_on', t.posted_on, 'kind', t.kind, 'amount', t.amount,
                                             'merchant', t.merchant, 'description', t.description)
                          ORDER BY t.posted_on, t.id)
@@ -62,7 +82,7 @@ json_build_object(
           AND t.posted_on > last_two.period_end AND t.posted_on <= CAST($4 AS date)
     ), '[]') FROM last_two WHERE n = 1), '[]')
 )::text"""
-_HISTORY_SQL = f"WITH {_CTES}\nSELECT {_HISTORY}\nFROM acct"
+_HISTORY_SQL = f"WITH {_CTES}\nSELECT {_HISTORY.format(question='$5')}\nFROM acct"
 
 # With a Lookup ($5–$15 in its field order, $16 its question lowercased as `classify` searches it):
 # first the answer cached under the whole key (app/answers/cache.py) for the statement asked about
@@ -103,7 +123,7 @@ served AS (
     FROM hit
     RETURNING answer
 )
-SELECT CASE WHEN EXISTS (SELECT FROM served) THEN NULL ELSE {_HISTORY} END,
+SELECT CASE WHEN EXISTS (SELECT FROM served) THEN NULL ELSE {_HISTORY.format(question="$16")} END,
        (SELECT CAST(answer AS text) FROM served)
 FROM acct
 """
@@ -142,11 +162,12 @@ async def load_records(
     account_ref: str,
     period_end: date | None,
     as_of: date,
+    question: str,
     lookup: Lookup | None = None,
 ) -> Records | None:
     """In one round trip. None when the tenant has no such account."""
     if lookup is None:
-        row = await conn.fetchrow(_HISTORY_SQL, tenant_id, account_ref, period_end, as_of)
+        row = await conn.fetchrow(_HISTORY_SQL, tenant_id, account_ref, period_end, as_of, question.lower())
     else:
         row = await conn.fetchrow(
             _HISTORY_OR_HIT_SQL,
@@ -174,5 +195,5 @@ async def load_history(
     """None when the tenant has no such account. An account without statements has an empty list.
     On an asyncpg connection (app/data/driver_pool.py), or on a SQLAlchemy one the caller holds."""
     raw = await driver_of(conn) if isinstance(conn, AsyncConnection) else conn
-    records = await load_records(raw, tenant_id, account_ref, period_end, as_of)
+    records = await load_records(raw, tenant_id, account_ref, period_end, as_of, question="")
     return records.history if records is not None else None

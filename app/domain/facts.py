@@ -73,7 +73,9 @@ class BillFacts(msgspec.Struct, frozen=True, kw_only=True):
     difference: Decimal
     drivers: list[Driver]
     payment: Payment
-    entries: list[Entry]  # the statement's lines an answer may name (`nameable`), largest first
+    entries: list[
+        Entry
+    ]  # the statement's lines an answer may name (`nameable`, those the question names), largest first
     payments_received: list[Entry]  # payments after the statement closed, up to as_of, oldest first
     totals: list[Total] = []  # the statement's lines by kind and label
 

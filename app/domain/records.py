@@ -50,7 +50,8 @@ class AccountHistory(msgspec.Struct, frozen=True, kw_only=True):
     - the ledger: `lines` from the start of the previous statement's period up to the later of period
       end and as_of, `totals` None;
     - the summary the database reads: `totals` and `previous_totals` of the last two statements, and
-      `lines` only those an answer may name and the payments after the close."""
+      of the lines only those an answer may name (`nameable`, and the largest of the merchants or fees
+      the question names) and the payments after the close."""
 
     account_id: int
     account_ref: str

@@ -71,7 +71,7 @@ ranked AS (
 ),
 named AS (
     SELECT statement_id,
-           jsonb_agg(jsonb_build_object('posted_on', posted_on, 'kind', kind, 'amount', amount,
+           jsonb_agg(jsonb_build_object('id', id, 'posted_on', posted_on, 'kind', kind, 'amount', amount,
                                         'merchant', merchant, 'description', description)
                      ORDER BY abs(amount) DESC, posted_on, id) AS lines
     FROM ranked

@@ -288,3 +288,22 @@ async def test_health_ready_and_openapi(client: Any) -> None:
     schema = (await client.get("/schema/openapi.json")).json()
     assert "/v1/explanations" in schema["paths"]
     assert "ExplanationRequest" in str(schema["components"])
+
+
+async def test_a_charge_named_outside_the_largest_lines_is_still_found(
+    client: Any, make_tenant: Any, load: Any
+) -> None:
+    """An answer reads a statement's largest lines from its summary; the lines of a merchant the
+    question names are read as well, however small."""
+    tenant = await make_tenant()
+    october = [tx(f"T-{n}", "2026-10-05", "purchase", f"{50 + n}.00", f"Shop {n}") for n in range(14)]
+    october.append(tx("T-99", "2026-10-20", "purchase", "2.40", "Tiny Cafe"))
+    await load(document(tenant.slug, [customer(accounts=[account(statements=[SEPT, OCT], transactions=october)])]))
+    r = await client.post(
+        "/v1/explanations",
+        json={"account_ref": "A-1", "question": "What is the Tiny Cafe charge?", "as_of": "2026-11-10"},
+        headers=bearer(tenant.key),
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["intent"] == "charge"
+    assert "On 20 October 2026 your statement shows a purchase at “Tiny Cafe” of 2.40 EUR." in r.json()["explanation"]
