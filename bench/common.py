@@ -19,7 +19,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from app import demo
 from app.data.database import create_engine, migrate, resolve_database_url
-from app.data.importer import import_file, parse
+from app.data.import_format import parse
+from app.data.importer import import_file
 from app.data.tenants import create_tenant, issue_api_key, set_limits
 from app.settings import get_settings
 

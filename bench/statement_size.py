@@ -27,7 +27,8 @@ import uvloop
 
 from app.api.app import create_app
 from app.data.database import create_engine
-from app.data.importer import import_file, parse
+from app.data.import_format import parse
+from app.data.importer import import_file
 from app.data.tenants import create_tenant, issue_api_key, set_limits
 from app.settings import Settings
 from bench.common import scratch_database

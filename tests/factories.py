@@ -8,7 +8,8 @@ from typing import Any
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.data.importer import ImportReport, import_file, parse
+from app.data.import_format import parse
+from app.data.importer import ImportReport, import_file
 
 
 def tx(ref: str, posted_on: str, kind: str, amount: str, merchant: str | None = None, **extra: Any) -> dict[str, Any]:

@@ -28,8 +28,8 @@ from app.domain.policy import TenantPolicy
 from app.domain.reasons import Reason
 from app.domain.vocabulary import ChatTemplate, Intent, Locale, PromptLayout
 from app.errors import EngineError
+from app.inference.drain import Drain
 from app.inference.engine import Engine, Event, Finished, GenerationRequest, TextDelta
-from app.inference.scheduler import Drain
 from app.metrics import CACHED_TOKENS_BY, COMPLETION_TOKENS_BY, PROMPT_TOKENS_BY, SPEC_ACCEPT_RATE
 from app.prompts import render_prompt
 from app.timing import Stopwatch

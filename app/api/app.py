@@ -41,7 +41,7 @@ from app.api.overload import LagMonitor, Limiter, OverloadMiddleware
 from app.api.request_log import RequestLogMiddleware
 from app.data.admission import PostgresLedger
 from app.data.database import asyncpg_url, engine_options, watch_connections
-from app.inference.scheduler import CUT_OFF_GRACE_S
+from app.inference.drain import CUT_OFF_GRACE_S
 from app.metrics import scheduler_hooks
 from app.prompts import load_templates
 from app.settings import PROJECT_ROOT, Settings

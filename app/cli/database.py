@@ -11,7 +11,8 @@ import click
 from app.cli.common import database_url, in_transaction
 from app.data.csv_import import load_csv
 from app.data.database import migrate
-from app.data.importer import import_file, parse
+from app.data.import_format import parse
+from app.data.importer import import_file
 from app.errors import ImportRejected
 
 

@@ -14,7 +14,8 @@ from app.cli.common import database_url, in_transaction
 from app.cli.serve import serve
 from app.data.agents import reset_agent
 from app.data.database import migrate
-from app.data.importer import import_file, parse
+from app.data.import_format import parse
+from app.data.importer import import_file
 from app.data.tenants import create_tenant, issue_api_key, tenant_id
 from app.settings import Settings
 

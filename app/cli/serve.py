@@ -53,7 +53,7 @@ def serve(database_url: str, host: str, port: int, settings: Settings | None = N
     import uvicorn
 
     from app.api.app import create_app
-    from app.inference.scheduler import CUT_OFF_GRACE_S
+    from app.inference.drain import CUT_OFF_GRACE_S
 
     settings = settings or load_settings()
     options: dict[str, Any] = {

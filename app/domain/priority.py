@@ -69,3 +69,20 @@ class TenantLimits:
 # What the admission ledger shared by the replicas (app/data/admission.py) answers to one attempt:
 # a slot (granted), a rate token only (queued: no slot was asked for), or why not.
 Verdict = Literal["granted", "queued", "rate_limited", "tenant_busy", "engine_busy"]
+
+
+@dataclass(kw_only=True)
+class TokenBucket:
+    """A tenant's rate limit: bursts up to max(rate, 1) requests, then `rate` a second."""
+
+    tokens: float
+    updated: float
+
+    def take(self, now: float, rate: float) -> float:
+        """Take a token; return 0, or the seconds until one is available."""
+        self.tokens = min(max(rate, 1.0), self.tokens + (now - self.updated) * rate)
+        self.updated = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return 0.0
+        return (1 - self.tokens) / rate

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 
-from app.data.importer import AccountIn
+from app.data.import_format import AccountIn
 from app.domain.facts import BillFacts, PaymentStatus, compute_facts
 from app.domain.intents import classify
 from app.domain.money import ZERO, signed

@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 
 from app import demo
-from app.data.importer import parse
+from app.data.import_format import parse
 
 
 def test_same_seed_same_data_and_a_new_seed_new_data() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from app.data.importer import parse
+from app.data.import_format import parse
 from app.errors import ImportRejected
 from tests.factories import document
 

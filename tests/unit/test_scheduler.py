@@ -12,7 +12,8 @@ import pytest
 
 from app.domain.priority import TenantLimits
 from app.errors import Shed
-from app.inference.scheduler import CUT_OFF_GRACE_S, Hooks, Scheduler
+from app.inference.drain import CUT_OFF_GRACE_S
+from app.inference.scheduler import Hooks, Scheduler
 
 FAST = TenantLimits(weight=1, max_concurrency=100, rate_per_s=1e6)
 

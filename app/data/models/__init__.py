@@ -1,0 +1,27 @@
+"""The schema. Migrations in migrations/ create it; a test proves both agree. One module per concern;
+importing this package registers every table on Base.metadata."""
+
+from app.data.models.access import AdmissionBucket, AdmissionLease, Agent, AgentSession, SigninThrottle
+from app.data.models.base import Base
+from app.data.models.ledger import Account, Customer, Statement, StatementSummary, Transaction
+from app.data.models.service import Answer, ApiKey, CachedAnswer, Job, JobItem, Tenant
+
+__all__ = [
+    "Account",
+    "AdmissionBucket",
+    "AdmissionLease",
+    "Agent",
+    "AgentSession",
+    "Answer",
+    "ApiKey",
+    "Base",
+    "CachedAnswer",
+    "Customer",
+    "Job",
+    "JobItem",
+    "SigninThrottle",
+    "Statement",
+    "StatementSummary",
+    "Tenant",
+    "Transaction",
+]

@@ -1,0 +1,126 @@
+"""The banks' data: customers, accounts, statements, their lines and the statements' summaries.
+
+Every row that belongs to a customer carries tenant_id, and child rows reference their parent by
+(tenant_id, id), so the database itself refuses a row that crosses tenants."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Date,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    Numeric,
+    String,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.data.models.base import Base, Money, created_at_column, id_column, in_
+from app.domain.vocabulary import LOCALES, TRANSACTION_KINDS
+
+
+class Customer(Base):
+    __tablename__ = "customers"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "ref"),
+        UniqueConstraint("tenant_id", "id"),
+        CheckConstraint(in_("locale", LOCALES), name="locale"),
+    )
+
+    id: Mapped[int] = id_column()
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    ref: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(String(200))
+    locale: Mapped[str] = mapped_column(String(8))
+    created_at: Mapped[datetime] = created_at_column()
+
+
+class Account(Base):
+    __tablename__ = "accounts"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "ref"),
+        UniqueConstraint("tenant_id", "id"),
+        ForeignKeyConstraint(["tenant_id", "customer_id"], ["customers.tenant_id", "customers.id"], ondelete="CASCADE"),
+        Index(None, "tenant_id", "customer_id"),
+    )
+
+    id: Mapped[int] = id_column()
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    customer_id: Mapped[int] = mapped_column(BigInteger)
+    ref: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(32))
+    currency: Mapped[str] = mapped_column(String(3))
+    masked_number: Mapped[str] = mapped_column(String(32))
+    opening_balance: Mapped[Decimal] = mapped_column(Money)
+    created_at: Mapped[datetime] = created_at_column()
+
+
+class Statement(Base):
+    __tablename__ = "statements"
+    __table_args__ = (
+        UniqueConstraint("account_id", "period_end"),
+        UniqueConstraint("tenant_id", "id"),
+        ForeignKeyConstraint(["tenant_id", "account_id"], ["accounts.tenant_id", "accounts.id"], ondelete="CASCADE"),
+        CheckConstraint("period_start <= period_end", name="period"),
+        CheckConstraint("due_date >= period_end", name="due_date"),
+        CheckConstraint("minimum_due >= 0", name="minimum_due"),
+    )
+
+    id: Mapped[int] = id_column()
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    account_id: Mapped[int] = mapped_column(BigInteger)
+    period_start: Mapped[date] = mapped_column(Date)
+    period_end: Mapped[date] = mapped_column(Date)
+    due_date: Mapped[date] = mapped_column(Date)
+    minimum_due: Mapped[Decimal] = mapped_column(Money)
+    # Bumped by triggers (migration 0004) whenever anything its answers depend on changes.
+    data_version: Mapped[int] = mapped_column(BigInteger, server_default=text("1"))
+
+
+class Transaction(Base):
+    __tablename__ = "transactions"
+    __table_args__ = (
+        UniqueConstraint("account_id", "ref"),
+        ForeignKeyConstraint(["tenant_id", "account_id"], ["accounts.tenant_id", "accounts.id"], ondelete="CASCADE"),
+        CheckConstraint(in_("kind", TRANSACTION_KINDS), name="kind"),
+        CheckConstraint("kind = 'adjustment' OR amount > 0", name="amount_sign"),
+        Index(None, "account_id", "posted_on"),
+    )
+
+    id: Mapped[int] = id_column()
+    tenant_id: Mapped[int] = mapped_column(BigInteger)  # the account's tenant (its foreign key says so)
+    account_id: Mapped[int] = mapped_column(BigInteger)
+    ref: Mapped[str] = mapped_column(String(64))
+    posted_on: Mapped[date] = mapped_column(Date)
+    kind: Mapped[str] = mapped_column(String(16))
+    amount: Mapped[Decimal] = mapped_column(Money)
+    merchant: Mapped[str | None] = mapped_column(String(200))
+    category: Mapped[str | None] = mapped_column(String(64))
+    description: Mapped[str | None] = mapped_column(String(500))
+
+
+class StatementSummary(Base):
+    """What an answer reads of a statement instead of its lines, kept by triggers (migration 0011):
+    the signed net, totals by kind and label, and the lines an answer may name."""
+
+    __tablename__ = "statement_summaries"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["tenant_id", "statement_id"], ["statements.tenant_id", "statements.id"], ondelete="CASCADE"
+        ),
+    )
+
+    statement_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(BigInteger)
+    net: Mapped[Decimal] = mapped_column(Numeric(18, 2))  # a sum of many numeric(14, 2) lines
+    totals: Mapped[list[dict[str, Any]]] = mapped_column(JSONB)
+    lines: Mapped[list[dict[str, Any]]] = mapped_column(JSONB)
