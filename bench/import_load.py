@@ -74,8 +74,9 @@ def write_export(folder: Path, accounts: int, transactions: int, seed: int = 11)
     return files
 
 
-def write_json(files: dict[str, Path], accounts: int, path: Path) -> int:
-    """The first `accounts` accounts of the CSV export as one JSON import file; its transaction count."""
+def write_json(files: dict[str, Path], tenant: str, accounts: int, path: Path) -> int:
+    """The first `accounts` accounts of the CSV export as one JSON import file for `tenant`; its
+    transaction count."""
     refs = {f"ACC-{i:07d}" for i in range(accounts)}
 
     def rows(name: str) -> list[dict[str, Any]]:
@@ -92,7 +93,7 @@ def write_json(files: dict[str, Path], accounts: int, path: Path) -> int:
             ref = row.pop("account_ref")
             lines.setdefault(ref, []).append({k: (v or None) for k, v in row.items()})
     customers = {c["ref"]: c for c in rows("customers")}
-    doc: dict[str, Any] = {"tenant": "bulk", "customers": []}
+    doc: dict[str, Any] = {"tenant": tenant, "customers": []}
     for account in rows("accounts"):
         if account["ref"] not in refs:
             continue
@@ -135,8 +136,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.json_accounts:
             _run(["tenants", "create", "bulkjson", "--name", "Bulk Bank (JSON)"], env)
             doc = folder / "export.json"
-            count = write_json(files, args.json_accounts, doc)
-            doc.write_text(doc.read_text().replace('"tenant": "bulk"', '"tenant": "bulkjson"', 1))
+            count = write_json(files, "bulkjson", args.json_accounts, doc)
             seconds, memory = _run(["import", str(doc)], env)
             rows.append(("JSON first load", count, seconds, memory))
     print(f"bill-assistant import, {args.accounts:,} accounts x {MONTHS} statements, one child process per run")
