@@ -111,8 +111,9 @@ def scheduler_hooks() -> Hooks:
 
 HTTP_SHED = Counter(
     "bill_assistant_http_shed_total",
-    "Requests refused with 503 before any work by the per-process overload guard (app/api/overload.py), by reason.",
-    ["reason"],
+    "Requests refused with 503 by the per-process overload guard (app/api/overload.py), by reason and priority"
+    " level (any: before the route knew it).",
+    ["reason", "level"],
 )
 HTTP_IN_FLIGHT = Gauge(
     "bill_assistant_http_in_flight", "HTTP requests being handled (all workers).", multiprocess_mode="livesum"

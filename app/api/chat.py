@@ -19,6 +19,7 @@ from app.api.body import json_body
 from app.api.customer_session import Customer, provide_customer
 from app.api.event_stream import event_stream
 from app.api.openapi import ACCOUNTS_ROUTE, CHAT_ROUTE
+from app.api.overload import classify
 from app.api.request_log import request_state, stopwatch
 from app.data.customers import AccountSummary, customer_accounts
 from app.data.database import autocommit
@@ -44,7 +45,7 @@ class ChatController(Controller):
         customer: NamedDependency[Customer],
     ) -> ServerSentEvent:
         answers: AnswerService = request.app.state.answers  # not a dependency: see app/api/auth.py `shared`
-        request_state(request.scope)["channel"] = "widget"
+        classify(request.scope, customer.principal.priority_class, "widget")
         if answers.settings.log_questions:
             request_state(request.scope)["log_extra"] = {"question": data.question}
         ask = Ask(
@@ -59,7 +60,11 @@ class ChatController(Controller):
 
     @get("/accounts", summary="The customer's accounts, for the widget's account picker", **ACCOUNTS_ROUTE)
     async def accounts(
-        self, customer: NamedDependency[Customer], answers: NamedDependency[AnswerService]
+        self,
+        request: Request,  # type: ignore[type-arg]
+        customer: NamedDependency[Customer],
+        answers: NamedDependency[AnswerService],
     ) -> list[AccountSummary]:
+        classify(request.scope, customer.principal.priority_class, "widget")
         async with autocommit(answers.db) as conn:
             return await customer_accounts(conn, customer.principal.tenant_id, customer.customer_ref)

@@ -15,6 +15,7 @@ from app.api.auth import provide_principal
 from app.api.body import json_body
 from app.api.disconnect import until_disconnect
 from app.api.openapi import EXPLANATION_ROUTE
+from app.api.overload import classify
 from app.api.request_log import request_state, stopwatch
 from app.data.tenants import Principal
 
@@ -38,7 +39,7 @@ class ExplanationController(Controller):
         principal: NamedDependency[Principal],
     ) -> ExplanationResponse:
         answers: AnswerService = request.app.state.answers  # not a dependency: see app/api/auth.py `shared`
-        request_state(request.scope)["channel"] = data.channel
+        classify(request.scope, principal.priority_class, data.channel)
         watch = stopwatch(request.scope)
         ask = Ask(principal=principal, request=data, channel=data.channel, today=date.today(), stopwatch=watch)
         answer = await until_disconnect(request, answers.explain(ask))

@@ -26,6 +26,7 @@ from app.answers.schemas import BatchRequest, JobAccepted
 from app.api.auth import provide_principal
 from app.api.body import json_body
 from app.api.openapi import BATCH_ROUTE, JOB_ROUTE
+from app.api.overload import classify
 from app.data.database import autocommit, connection
 from app.data.jobs import create_job, job_view
 from app.data.tenants import Principal
@@ -50,6 +51,7 @@ class JobController(Controller):
         principal: NamedDependency[Principal],
         db_engine: NamedDependency[AsyncEngine],
     ) -> JobAccepted:
+        classify(request.scope, principal.priority_class, "batch")
         key = request.headers.get("idempotency-key")
         if key is not None and not 1 <= len(key) <= 200:
             raise ValidationException("Idempotency-Key must be 1 to 200 characters")
@@ -72,10 +74,12 @@ class JobController(Controller):
     @get("/v1/jobs/{job_id:uuid}", summary="A job's progress, and each item's answer or error", **JOB_ROUTE)
     async def read(
         self,
+        request: Request,  # type: ignore[type-arg]
         job_id: FromPath[uuid.UUID],
         principal: NamedDependency[Principal],
         db_engine: NamedDependency[AsyncEngine],
     ) -> dict[str, Any]:
+        classify(request.scope, principal.priority_class, "batch")
         async with autocommit(db_engine) as conn:
             view = await job_view(conn, principal.tenant_id, job_id)
         if view is None:

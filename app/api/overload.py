@@ -22,9 +22,19 @@ Both: the cap alone lets the loop queue grow without limit on a CPU-bound proces
 fast, so few are "in flight", yet thousands wait to be read), and lag alone lets slow I/O-bound
 requests (a stalled database, a hanging engine) pile up without limit in memory and in the pool.
 
+Both limits hold per priority level (app/domain/priority.py), lower levels refused first: a level
+may fill only its share of MAX_IN_FLIGHT and of MAX_LOOP_LAG_MS (LEVEL_SHARE). Before the route has
+authenticated the request its level is unknown, so the middleware applies the highest level's
+limits; the route then calls `classify` with the tenant's class and the channel, and the request is
+refused there if its own level is over its share. So a flood of batch work fills at most half the
+process, and widget, console and api requests still find room; live traffic alone still sheds at
+the full cap. (Before: a batch flood queued in the scheduler held every in-flight place, and the
+next live request was refused.)
+
 /health, /ready and /metrics are never refused: probes and scrapes must answer under load.
 
-Refusals are counted in `bill_assistant_http_shed_total{reason="in_flight"|"loop_lag"}`; the
+Refusals are counted in `bill_assistant_http_shed_total{reason="in_flight"|"loop_lag", level}`
+(level "any" before the route knew it); the
 requests being handled in `bill_assistant_http_in_flight`, the last lag in
 `bill_assistant_event_loop_lag_seconds`. Registered inside the request log, so a refused request
 is logged with status 503.
@@ -41,6 +51,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -51,20 +62,20 @@ from litestar.enums import ScopeType
 from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Receive, Scope, Send
 
+from app.domain.priority import LEVELS, effective_level
+from app.domain.vocabulary import Channel, PriorityClass
+from app.errors import Shed
 from app.metrics import HTTP_IN_FLIGHT, HTTP_SHED_BY, LOOP_LAG
 
 EXEMPT = frozenset({"/health", "/ready", "/metrics"})
 LAG_INTERVAL_S = 0.05
 RETRY_AFTER_S = 1
+# The share of MAX_IN_FLIGHT and MAX_LOOP_LAG_MS up to which a level is admitted (level 3: widget).
+LEVEL_SHARE = {3: 1.0, 2: 0.9, 1: 0.75, 0: 0.5}
+TOP = LEVELS[0]
+MESSAGE = f"the service is at capacity; retry after {RETRY_AFTER_S} s"
 
-_BODY = msgspec.json.encode(
-    {
-        "status": 503,
-        "error": "overloaded",
-        "message": f"the service is at capacity; retry after {RETRY_AFTER_S} s",
-        "retry_after_s": RETRY_AFTER_S,
-    }
-)
+_BODY = msgspec.json.encode({"status": 503, "error": "overloaded", "message": MESSAGE, "retry_after_s": RETRY_AFTER_S})
 _HEADERS = (
     (b"content-type", b"application/json"),
     (b"content-length", str(len(_BODY)).encode()),
@@ -105,7 +116,8 @@ class LagMonitor:
 
 class Limiter:
     """The admission decision, one per process: at most `max_in_flight` requests at once, none
-    while the loop lags more than `max_lag_s` (0: the lag is not checked)."""
+    while the loop lags more than `max_lag_s` (0: the lag is not checked); a level below the top
+    only up to its LEVEL_SHARE of both."""
 
     def __init__(self, *, max_in_flight: int, max_lag_s: float, monitor: LagMonitor) -> None:
         self.max_in_flight = max_in_flight
@@ -114,13 +126,26 @@ class Limiter:
         self.in_flight = 0
 
     def enter(self) -> str | None:
-        """None: admitted (call leave() when done); otherwise why it is refused."""
+        """A request arrives, its level not yet known. None: admitted (call leave() when done);
+        otherwise why it is refused."""
         if self.in_flight >= self.max_in_flight:
             return "in_flight"
-        if self.max_lag_s and self.monitor.lag_s() > self.max_lag_s:
+        if self._lagging(TOP):
             return "loop_lag"
         self.in_flight += 1
         return None
+
+    def over_share(self, level: int) -> str | None:
+        """An admitted request turns out to be of `level`: None if the process is within that
+        level's share (this request counted), otherwise why it is refused."""
+        if self.in_flight > math.ceil(self.max_in_flight * LEVEL_SHARE[level]):
+            return "in_flight"
+        if self._lagging(level):
+            return "loop_lag"
+        return None
+
+    def _lagging(self, level: int) -> bool:
+        return bool(self.max_lag_s) and self.monitor.lag_s() > self.max_lag_s * LEVEL_SHARE[level]
 
     def leave(self) -> None:
         self.in_flight -= 1
@@ -150,14 +175,31 @@ class OverloadMiddleware(ASGIMiddleware):
         limiter = self.limiter
         refused = limiter.enter()
         if refused is not None:
-            HTTP_SHED_BY(refused).inc()
+            HTTP_SHED_BY(refused, "any").inc()
             # A new message each time: the request log adds its header to the one it is given.
             await send({"type": "http.response.start", "status": 503, "headers": list(_HEADERS)})
             await send({"type": "http.response.body", "body": _BODY, "more_body": False})
             return
+        scope.setdefault("state", {})["limiter"] = limiter  # for `classify`
         HTTP_IN_FLIGHT.inc()
         try:
             await next_app(scope, receive, send)
         finally:
             limiter.leave()
             HTTP_IN_FLIGHT.dec()
+
+
+def classify(scope: Scope, priority_class: PriorityClass, channel: Channel) -> None:
+    """The route knows who asks and through which channel: the channel goes to the request log and
+    the metrics, and the request is refused (503 `overloaded`, Retry-After) if its level is over its
+    share of the process."""
+    state = scope.setdefault("state", {})
+    state["channel"] = channel
+    limiter: Limiter | None = state.get("limiter")
+    if limiter is None:  # the route was called without the guard in front (in-process tests)
+        return
+    level = effective_level(priority_class, channel)
+    refused = limiter.over_share(level)
+    if refused is not None:
+        HTTP_SHED_BY(refused, str(level)).inc()
+        raise Shed(503, "overloaded", RETRY_AFTER_S, MESSAGE)

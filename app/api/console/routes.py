@@ -39,6 +39,7 @@ from app.api.console.session import (
 from app.api.console.views import LOCALES, answer_view
 from app.api.disconnect import until_disconnect
 from app.api.event_stream import event_stream
+from app.api.overload import classify
 from app.api.request_log import request_state, stopwatch
 from app.data.agents import ConsoleSession, authenticate, end_session, start_session
 from app.data.audit import find_answer
@@ -72,7 +73,7 @@ async def _conversation(
     links to the row: a cache hit answers with the original answer's id)."""
     principal = await answers.tenant(agent.identity.tenant_id)
     assert principal is not None  # a live session's agent belongs to an existing tenant
-    request_state(request.scope)["channel"] = "console"
+    classify(request.scope, principal.priority_class, "console")
     if answers.settings.log_questions:
         request_state(request.scope)["log_extra"] = {"question": data.question}
     ask = Ask(
