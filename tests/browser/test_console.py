@@ -4,7 +4,6 @@ sized screen does not scroll sideways."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Iterator
 from datetime import date
@@ -26,6 +25,7 @@ from tests.factories import account, customer, document, tx
 from tests.fakes.sglang_server import RunningFake, Script
 from tests.plans import CHANGE_UP, DRIVER_1_UP, GOOD_SHOWN, plan
 from tests.servers import ThreadedServer
+from tests.waiting import until
 
 PASSWORD = "correct horse battery staple"
 # What the model writes (a plan of four claims, so the page sees it stream claim by claim) and what the
@@ -120,9 +120,14 @@ async def test_an_agent_asks_and_reads_the_answers_waterfall(
     # The answer streams into the page as the model writes it, then links to its audited page.
     live = page.locator("#live-answer")
     lengths = set()
-    while await page.locator("#live-status").inner_text() != "Answered (source: model).":
+
+    async def answered() -> bool:  # sampling the text as it grows
+        if await page.locator("#live-status").inner_text() == "Answered (source: model).":
+            return True
         lengths.add(len(await live.inner_text()))
-        await asyncio.sleep(0.03)
+        return False
+
+    await until("the answer to finish streaming", answered, every_s=0.03)
     assert len(lengths - {0}) >= 3, lengths  # in pieces, not at once
     await expect(live).to_have_text(SHOWN)
     await screenshot(page, "console-streamed")

@@ -28,6 +28,7 @@ from tests.factories import account, customer, document
 from tests.fakes.sglang_server import FakeSGLang, RunningFake, Script
 from tests.plans import CHANGE_UP, DRIVER_1_UP, GOOD_SHOWN, plan
 from tests.servers import ThreadedServer
+from tests.waiting import until
 
 # What the model writes (a plan of four claims) and what the customer reads (each claim in its reviewed
 # wording, the facts filled in), claim by claim once the plan holds the change and its cause. The widget
@@ -107,9 +108,14 @@ async def test_the_answer_streams_in_and_its_amounts_are_the_facts(
     answer = page.get_by_role("region", name="Answer")
     await expect(page.get_by_role("status")).to_have_text("Writing your answer…")
     lengths = set()
-    while await answer.get_attribute("data-source") is None:  # sample the text as it grows
+
+    async def answered() -> bool:  # sampling the text as it grows
+        if await answer.get_attribute("data-source") is not None:
+            return True
         lengths.add(len(await answer.inner_text()))
-        await asyncio.sleep(0.03)
+        return False
+
+    await until("the answer to finish streaming", answered, every_s=0.03)
     assert len(lengths - {0}) >= 3, lengths  # it arrived claim by claim, not at once
     await expect(answer).to_have_attribute("data-source", "model")
     await expect(answer).to_have_text(SHOWN)
@@ -175,11 +181,8 @@ async def test_a_new_question_stops_the_answer_being_written(
         f"The payment status of this statement: {status}. This statement covers 1 October 2026 to 31 October 2026."
     )
     first = fake_sglang.fake.requests[0]["rid"]
-    for _ in range(50):  # the browser closed the first stream: the engine was told to stop
-        if first in fake_sglang.fake.aborted:
-            break
-        await asyncio.sleep(0.05)
-    assert first in fake_sglang.fake.aborted
+    # The browser closed the first stream: the engine was told to stop.
+    await until("the first stream's abort", lambda: first in fake_sglang.fake.aborted)
 
 
 async def test_a_claim_that_fails_its_check_never_reaches_the_page(
@@ -211,11 +214,8 @@ async def test_a_claim_that_fails_its_check_never_reaches_the_page(
     assert "{" not in "".join(shown)  # no unfilled slot either
     await expect(answer).to_contain_text("12.00 EUR more than the 112.99 EUR on your previous statement")
     rid = fake_sglang.fake.requests[-1]["rid"]
-    for _ in range(50):
-        if rid in fake_sglang.fake.aborted:
-            break
-        await asyncio.sleep(0.05)
-    assert rid in fake_sglang.fake.aborted  # the engine stopped writing at the failing claim
+    # The engine stopped writing at the failing claim.
+    await until("the engine's abort", lambda: rid in fake_sglang.fake.aborted)
 
 
 class BankSite:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import time
-from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -22,6 +20,7 @@ from tests.factories import document
 from tests.fakes.sglang_server import RunningFake, Script
 from tests.plans import GOOD
 from tests.servers import ThreadedServer
+from tests.waiting import until
 
 QUESTION = {"account_ref": "A-1", "question": "Why is my bill higher than last month?", "as_of": "2026-11-10"}
 
@@ -63,7 +62,7 @@ async def test_overload_is_503_with_retry_after_and_batch_goes_last(
     try:
         async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
             first = asyncio.create_task(http.post("/v1/explanations", json=QUESTION, headers=headers))
-            await until(lambda: app.state.answers.scheduler.in_flight == 1)
+            await until("the first request to hold the slot", lambda: app.state.answers.scheduler.in_flight == 1)
             refused = await http.post("/v1/explanations", json=QUESTION, headers=headers)
             assert refused.status_code == 503
             assert refused.json()["error"] == "overloaded"
@@ -83,13 +82,6 @@ async def test_overload_is_503_with_retry_after_and_batch_goes_last(
     assert f'bill_assistant_shed_total{{level="1",reason="overloaded",tenant="{bank.slug}"}} 1.0' in metrics
 
 
-async def until(condition: Callable[[], bool], timeout_s: float = 10) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.01)
-
-
 async def test_a_caller_who_hangs_up_is_cancelled_and_the_engine_aborted(
     database_url: str, bank: Any, fake_sglang: RunningFake
 ) -> None:
@@ -104,11 +96,14 @@ async def test_a_caller_who_hangs_up_is_cancelled_and_the_engine_aborted(
         ).encode() + body
         with socket.create_connection(("127.0.0.1", server.port)) as sock:
             sock.sendall(raw)
-            await until(lambda: bool(fake_sglang.fake.requests))
+            await until("the request to reach the engine", lambda: bool(fake_sglang.fake.requests))
             rid = fake_sglang.fake.requests[-1]["rid"]
             assert app.state.answers.scheduler.in_flight == 1
         # The socket is closed: the request must be cancelled and its generation aborted.
-        await until(lambda: rid in fake_sglang.fake.aborted and app.state.answers.scheduler.in_flight == 0)
+        await until(
+            "the engine request aborted and the slot free",
+            lambda: rid in fake_sglang.fake.aborted and app.state.answers.scheduler.in_flight == 0,
+        )
         fake_sglang.fake.default = Script(text=GOOD)
         async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:  # the slot is free again
             after = await http.post("/v1/explanations", json=QUESTION, headers={"Authorization": f"Bearer {bank.key}"})

@@ -24,6 +24,7 @@ from app.settings import Settings
 from tests.factories import OCT, SEPT, account, customer, document, import_document, statement
 from tests.fakes.sglang_server import RunningFake, Script
 from tests.plans import CHANGE_UP, DRIVER_1_UP, GOOD, GOOD_SHOWN, plan
+from tests.waiting import until
 
 SHOWN = GOOD_SHOWN  # what the canonical plan GOOD says
 # Another valid answer to the same question: what a customer's own wording may get from the model.
@@ -76,11 +77,8 @@ async def ask(client: Any, bank: Any, **changes: Any) -> Any:
     """Ask, then wait for the canonical answer a miss queues (so the next ask sees the cache filled)."""
     r = await client.post("/v1/explanations", json={**Q, **changes}, headers={"Authorization": f"Bearer {bank.key}"})
     assert r.status_code == 200, r.text
-    for _ in range(500):  # the app runs in the test client's own thread and loop: poll
-        if client.app.state.answers.filling == 0:
-            break
-        await asyncio.sleep(0.01)
-    assert client.app.state.answers.filling == 0
+    # The app runs in the test client's own thread and loop: poll.
+    await until("the canonical answer's fill", lambda: client.app.state.answers.filling == 0)
     return r.json()
 
 

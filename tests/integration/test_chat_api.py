@@ -31,6 +31,7 @@ from tests.factories import account, customer, document
 from tests.fakes.sglang_server import RunningFake, Script
 from tests.plans import CHANGE_UP, DRIVER_1_UP, GOOD, GOOD_SHOWN, plan
 from tests.servers import ThreadedServer
+from tests.waiting import until
 
 QUESTION = "Why is my bill higher than last month?"
 SECRET = "test-secret"
@@ -284,12 +285,10 @@ async def test_closing_the_stream_aborts_the_engine_request(
                     if "event: delta" in seen:
                         break  # the model is writing: hang up
         rid = fake_sglang.fake.requests[-1]["rid"]
-        for _ in range(100):
-            if rid in fake_sglang.fake.aborted and app.state.answers.scheduler.in_flight == 0:
-                break
-            await asyncio.sleep(0.05)
-        assert rid in fake_sglang.fake.aborted
-        assert app.state.answers.scheduler.in_flight == 0  # the admission slot is free again
+        await until(
+            "the engine's abort and the admission slot free again",
+            lambda: rid in fake_sglang.fake.aborted and app.state.answers.scheduler.in_flight == 0,
+        )
     finally:
         server.stop()
 

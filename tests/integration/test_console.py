@@ -36,6 +36,7 @@ from app.settings import Settings, get_settings
 from tests.factories import account, customer, document
 from tests.fakes.sglang_server import RunningFake, Script
 from tests.plans import GOOD, GOOD_SHOWN
+from tests.waiting import until
 
 PASSWORD = "correct horse battery staple"
 QUESTION = "Why is my bill higher than last month?"
@@ -423,10 +424,8 @@ async def test_a_model_answer_shows_engine_stages_and_regenerating_skips_the_cac
     assert {"engine", "queue", "ttft", "decode", "validate", "prompt"} <= set(rows)
     assert rows == [s for s in STAGES if s in rows]
 
-    for _ in range(500):  # the miss queued the canonical answer (the app runs in the client's thread)
-        if model_console.app.state.answers.filling == 0:
-            break
-        await asyncio.sleep(0.01)
+    # The miss queued the canonical answer (the app runs in the client's thread).
+    await until("the canonical answer's fill", lambda: model_console.app.state.answers.filling == 0)
     assert len(fake_sglang.fake.requests) == 2  # the agent's question, then the canonical one
     again = answer_id_of(await ask(model_console, csrf))  # the same question: the cache answers
     assert again != first

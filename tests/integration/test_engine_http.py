@@ -15,6 +15,7 @@ from app.errors import EngineError
 from app.inference.engine import Finished, GenerationRequest, TextDelta
 from app.inference.http import HTTPClient, HTTPError
 from app.inference.sglang import SGLangEngine
+from tests.waiting import until
 
 Answer = Callable[[bytes], list[bytes]]  # the request's head and body -> the pieces written back, in turn
 
@@ -251,10 +252,7 @@ async def test_a_stream_cut_before_done_is_an_engine_error_and_the_request_is_ab
     try:
         with pytest.raises(EngineError, match="unreachable"):
             await collect(engine)
-        for _ in range(100):
-            if len(server.requests) == 2:
-                break
-            await asyncio.sleep(0.01)
+        await until("the abort request", lambda: len(server.requests) == 2)
     finally:
         await engine.close()
     generate, abort = server.requests

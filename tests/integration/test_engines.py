@@ -21,6 +21,7 @@ from app.inference.engine import Engine, Finished, GenerationRequest, TextDelta
 from app.inference.sglang import SGLangEngine
 from tests.fakes.sglang_server import RunningFake, Script
 from tests.histories import GYM, OCT, SEP, history
+from tests.waiting import until
 
 PREFIX = (
     "<|im_start|>system\nYou are the customer-service assistant of Northbridge Bank. You explain credit-card "
@@ -99,11 +100,7 @@ async def test_a_consumer_that_goes_away_aborts_the_request(engine: Engine, fake
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(task, timeout=5)  # the embedded engine stops at the next token
     if isinstance(engine, SGLangEngine):
-        for _ in range(100):
-            if req.request_id in fake_sglang.fake.aborted:
-                break
-            await asyncio.sleep(0.02)
-        assert req.request_id in fake_sglang.fake.aborted
+        await until("the engine's abort", lambda: req.request_id in fake_sglang.fake.aborted)
 
 
 async def test_abort_by_request_id_ends_the_stream_as_aborted(engine: Engine, fake_sglang: RunningFake) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -36,6 +35,7 @@ from tests.gateway import RunningGateway
 from tests.integration.test_chat_api import BAD, GOOD_DELTAS, events, token_for
 from tests.plans import CHANGE_UP, DRIVER_1_UP, GOOD, GOOD_SHOWN, plan
 from tests.servers import ThreadedServer
+from tests.waiting import until
 
 SECRET = "test-secret"
 ANSWER = Script(text=GOOD)
@@ -156,7 +156,7 @@ async def home_workers(service: Any, first: Any, second: Any, workers: list[Runn
     for worker in workers:
         worker.fake.default = Script(text=ANSWER.text, hang_s=1.0)
     writing = asyncio.create_task(explain(service, first))
-    await until(lambda: sum(len(w.fake.requests) for w in workers) == 1)
+    await until("the first request at a worker", lambda: sum(len(w.fake.requests) for w in workers) == 1)
     other = served_by(workers, rid(await explain(service, second)))
     home = served_by(workers, rid(await writing))
     for worker in workers:
@@ -169,13 +169,6 @@ async def audit(engine: AsyncEngine, answer: dict[str, Any]) -> Any:
     async with engine.connect() as conn:
         query = text("SELECT usage, fallback_reason FROM answers WHERE id = :i")
         return (await conn.execute(query, {"i": answer["answer_id"]})).one()
-
-
-async def until(condition: Any, timeout_s: float = 10) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.02)
 
 
 async def test_answers_and_streams_pass_through(service: Any, bank: Any, workers: list[RunningFake]) -> None:
@@ -261,7 +254,7 @@ async def test_an_abort_through_the_gateway_stops_the_worker(gateway: Any, worke
     assert final.finish_reason == "abort"
     assert 0 < final.completion_tokens < 1500
     fake = workers[served_by(workers, req.request_id)].fake
-    await until(lambda: req.request_id in fake.disconnected)
+    await until("the worker to see the disconnect", lambda: req.request_id in fake.disconnected)
     assert fake.aborted == set()  # the route never reached it: the disconnect did
 
 
@@ -281,7 +274,10 @@ async def test_a_customer_who_hangs_up_stops_the_worker(
     (sent,) = [r["rid"] for w in workers for r in w.fake.requests]
     fake = workers[served_by(workers, sent)].fake
     # Written to the end, the answer would take 45 s and end without a disconnect.
-    await until(lambda: sent in fake.disconnected and app.state.answers.scheduler.in_flight == 0)
+    await until(
+        "the worker disconnected and the slot free",
+        lambda: sent in fake.disconnected and app.state.answers.scheduler.in_flight == 0,
+    )
 
 
 async def test_a_failed_claim_stops_the_worker_at_once(
@@ -292,7 +288,7 @@ async def test_a_failed_claim_stops_the_worker_at_once(
     final = await chat(service, bank, QUESTION)
     assert final["source"] == "fallback"
     fake = workers[served_by(workers, rid(final))].fake
-    await until(lambda: rid(final) in fake.disconnected)
+    await until("the worker to see the disconnect", lambda: rid(final) in fake.disconnected)
     usage, reason = await audit(engine, final)
     assert reason.startswith("status_claim")
     assert usage is not None
@@ -311,7 +307,10 @@ async def test_a_stopped_worker_costs_only_the_answers_it_was_writing(
         worker.fake.default = Script(text=ANSWER.text, token_delay_s=0.06)  # about 2.5 s per answer
     asking = [explain(service, bank, "Did my payment arrive?") for bank in (first, first, second)]
     in_flight = [asyncio.create_task(question) for question in asking]
-    await until(lambda: len(workers[home].fake.requests) == 3 and len(workers[other].fake.requests) == 2)
+    await until(
+        "three requests at the home worker, two at the other",
+        lambda: len(workers[home].fake.requests) == 3 and len(workers[other].fake.requests) == 2,
+    )
     workers[home].kill()
     cut, cut_too, unaffected = await asyncio.gather(*in_flight)
     # The stopped worker's answers end as the deterministic answer, not an error; the other's is the model's.
@@ -326,4 +325,7 @@ async def test_a_stopped_worker_costs_only_the_answers_it_was_writing(
         assert later["source"] == "model"
         assert served_by(workers, rid(later)) == other
     # The gateway's health check has taken the stopped worker out of its routing too.
-    await until(lambda: [w["is_healthy"] for w in gateway.workers() if w["url"] == workers[home].url] == [False])
+    await until(
+        "the gateway to mark the stopped worker unhealthy",
+        lambda: [w["is_healthy"] for w in gateway.workers() if w["url"] == workers[home].url] == [False],
+    )

@@ -14,10 +14,11 @@ from app.api.app import create_app
 from app.settings import Settings
 from tests.factories import document
 from tests.fakes.sglang_server import RunningFake, Script
-from tests.integration.test_admission_api import QUESTION, until
+from tests.integration.test_admission_api import QUESTION
 from tests.metrics import sample
 from tests.plans import GOOD, plan
 from tests.servers import ThreadedServer
+from tests.waiting import until
 
 SHED_BODY = {
     "status": 503,
@@ -62,7 +63,7 @@ async def test_the_third_concurrent_request_is_shed_and_probes_still_answer(
                 asyncio.create_task(http.post("/v1/explanations", json={**QUESTION, "question": q}, headers=headers))
                 for q in ("Why is my bill higher than last month?", "What is this charge?")
             ]
-            await until(lambda: len(fake_sglang.fake.requests) == 2)
+            await until("both requests at the engine", lambda: len(fake_sglang.fake.requests) == 2)
             assert limiter.in_flight == 2
             assert sample("bill_assistant_http_in_flight") - gauge_before == 2
 

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from tests.factories import document
 from tests.fakes.sglang_server import RunningFake, Script
 from tests.servers import free_port, start_service, wait_until_healthy
+from tests.waiting import until
 
 DRAIN_S = 3.0
 QUESTIONS = ["Why is my bill higher than last month?", "Did my payment arrive?", "What is the gym charge?"]
@@ -52,15 +53,15 @@ async def test_sigterm_with_a_hung_engine_answers_in_flight_requests_and_exits_i
         await wait_until_healthy(proc, url)
         async with httpx.AsyncClient(base_url=url, timeout=30) as http:
             in_flight = [asyncio.create_task(http.post("/v1/explanations", json=a, headers=headers)) for a in asks]
-            deadline = time.monotonic() + 20
-            while len(fake_sglang.fake.requests) < len(asks):  # every one of them waits on the engine
-                assert time.monotonic() < deadline, "the requests did not reach the engine"
-                await asyncio.sleep(0.05)
+            # Every one of them waits on the engine.
+            await until("the requests at the engine", lambda: len(fake_sglang.fake.requests) >= len(asks), timeout_s=20)
             queued = asyncio.create_task(http.post("/v1/explanations", json=asks[0], headers=headers))
             depth = f'bill_assistant_queue_depth{{level="1",tenant="{tenant.slug}"}} 1.0'
-            while depth not in (await http.get("/metrics")).text:
-                assert time.monotonic() < deadline, "the fourth request was not queued"
-                await asyncio.sleep(0.05)
+
+            async def fourth_queued() -> bool:
+                return depth in (await http.get("/metrics")).text
+
+            await until("the fourth request queued", fourth_queued, timeout_s=20, every_s=0.05)
             proc.send_signal(signal.SIGTERM)
             sent = time.monotonic()
             shed = await queued

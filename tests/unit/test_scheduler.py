@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
-from collections.abc import Callable
 
 import pytest
 
@@ -14,6 +13,7 @@ from app.domain.priority import TenantLimits
 from app.errors import Shed
 from app.inference.drain import CUT_OFF_GRACE_S
 from app.inference.scheduler import Hooks, Scheduler
+from tests.waiting import until
 
 FAST = TenantLimits(weight=1, max_concurrency=100, rate_per_s=1e6)
 
@@ -44,11 +44,6 @@ class FakeEngine:
             return "cancelled"
 
 
-async def until(condition: Callable[[], bool]) -> None:
-    while not condition():  # noqa: ASYNC110 - polls the scheduler's state, which has no event to wait on
-        await asyncio.sleep(0.001)
-
-
 async def hold(scheduler: Scheduler) -> tuple[asyncio.Event, asyncio.Future[list[None]]]:
     """Occupy every slot until the returned event is set, so that what follows queues up."""
     release = asyncio.Event()
@@ -58,7 +53,7 @@ async def hold(scheduler: Scheduler) -> tuple[asyncio.Event, asyncio.Future[list
             await release.wait()
 
     tasks = asyncio.gather(*(run() for _ in range(scheduler.capacity)))
-    await until(lambda: scheduler.in_flight == scheduler.capacity)
+    await until("every slot held", lambda: scheduler.in_flight == scheduler.capacity)
     return release, tasks
 
 
@@ -67,10 +62,10 @@ async def test_strict_priority_between_levels() -> None:
     engine = FakeEngine(scheduler)
     release, holder = await hold(scheduler)
     batch = [asyncio.create_task(engine.request("jobs", level=0)) for _ in range(5)]
-    await until(lambda: scheduler.queued() == 5)
+    await until("5 queued", lambda: scheduler.queued() == 5)
     widget = [asyncio.create_task(engine.request("bank", level=3)) for _ in range(5)]
     console = [asyncio.create_task(engine.request("bank", level=2)) for _ in range(3)]
-    await until(lambda: scheduler.queued() == 13)
+    await until("13 queued", lambda: scheduler.queued() == 13)
     release.set()
     await asyncio.gather(holder, *batch, *widget, *console)
     assert [level for _, level in engine.order] == [3] * 5 + [2] * 3 + [0] * 5
@@ -89,7 +84,7 @@ async def test_weighted_fair_sharing_within_a_level(weights: tuple[int, int], se
         for name, count in zip("ab", sent, strict=True)
         for _ in range(count)
     ]
-    await until(lambda: scheduler.queued() == sum(sent))
+    await until(f"{sum(sent)} queued", lambda: scheduler.queued() == sum(sent))
     release.set()
     await asyncio.gather(holder, *tasks)
     # While both tenants are backlogged, each gets its weight's share, whatever it sends.
@@ -148,12 +143,12 @@ async def test_a_disconnect_frees_its_slot_and_its_queue_place() -> None:
     scheduler = Scheduler(capacity=1)
     engine = FakeEngine(scheduler, service_s=10)
     running = asyncio.create_task(engine.request("a"))
-    await until(lambda: scheduler.in_flight == 1)
+    await until("1 running", lambda: scheduler.in_flight == 1)
     queued = asyncio.create_task(engine.request("b"))
     leaving = asyncio.create_task(engine.request("c"))
-    await until(lambda: scheduler.queued() == 2)
+    await until("2 queued", lambda: scheduler.queued() == 2)
     leaving.cancel()  # gone while queued
-    await until(lambda: scheduler.queued() == 1)
+    await until("1 queued", lambda: scheduler.queued() == 1)
     engine.service_s = 0.001
     running.cancel()  # gone while running: its slot goes to the next in line at once
     assert await running == "cancelled"
@@ -180,7 +175,7 @@ async def test_overload_is_refused_at_once_and_a_passed_deadline_while_queued_to
     scheduler = Scheduler(capacity=1, service_time_s=0.02)  # the engine is believed to be quick...
     release, holder = await hold(scheduler)  # ...but the slot stays taken
     waiting = asyncio.create_task(FakeEngine(scheduler).request("b", level=3, deadline_s=0.1))
-    await until(lambda: scheduler.queued() == 1)
+    await until("1 queued", lambda: scheduler.queued() == 1)
     with pytest.raises(Shed) as shed:  # 0.04 s of work ahead, 0.01 s allowed: refused at once
         async with scheduler.admit("c", FAST, 3, 0.01):
             pass
@@ -197,7 +192,7 @@ async def test_shutdown_refuses_new_work_and_drains_what_runs() -> None:
     scheduler = Scheduler(capacity=1)
     release, holder = await hold(scheduler)
     queued = asyncio.create_task(FakeEngine(scheduler).request("b"))
-    await until(lambda: scheduler.queued() == 1)
+    await until("1 queued", lambda: scheduler.queued() == 1)
     draining = asyncio.create_task(scheduler.shutdown(timeout_s=5))
     assert await queued == "shed:shutting_down"
     with pytest.raises(Shed, match="shutting down"):
@@ -213,10 +208,10 @@ async def test_batch_leaves_slots_free_for_people() -> None:
     scheduler = Scheduler(capacity=4, batch_share=0.75)
     engine = FakeEngine(scheduler, service_s=10)
     jobs = [asyncio.create_task(engine.request("jobs", level=0)) for _ in range(5)]
-    await until(lambda: scheduler.queued() == 2)
+    await until("2 queued", lambda: scheduler.queued() == 2)
     assert scheduler.in_flight == 3  # the fourth slot stays free...
     person = asyncio.create_task(engine.request("bank", level=3))
-    await until(lambda: scheduler.in_flight == 4)  # ...and a person gets it at once
+    await until("4 running", lambda: scheduler.in_flight == 4)  # ...and a person gets it at once
     assert scheduler.queued() == 2
     for task in [*jobs, person]:
         task.cancel()
@@ -233,7 +228,7 @@ async def test_the_drain_deadline_calls_subscribers_once_and_late_ones_at_once()
     scheduler.close(timeout_s=60)  # a second close keeps the first deadline
     await asyncio.sleep(0.01)
     assert calls == []  # not before the deadline
-    await until(lambda: scheduler.drain.cut_off)
+    await until("the drain's cut-off", lambda: scheduler.drain.cut_off)
     assert calls == ["early"]
     scheduler.drain.subscribe(lambda: calls.append("late"))
     assert calls == ["early", "late"]
