@@ -1,5 +1,5 @@
 """./scripts/dev bench [BENCH] [options], BENCH one of: explain (the default), prefix, priorities, ladder,
-cache, chat, overload, overhead, in-process, workers, statement-size, import.
+cache, chat, overload, shedding, overhead, in-process, workers, statement-size, import.
 
 See each module's docstring."""
 
@@ -16,6 +16,7 @@ from bench import (
     overload,
     prefix_cache,
     priorities,
+    shedding,
     statement_size,
     workers,
 )
@@ -28,6 +29,7 @@ BENCHES = {
     "cache": answer_cache.main,
     "chat": chat_stream.main,
     "overload": overload.main,
+    "shedding": shedding.main,
     "overhead": overhead.main,
     "in-process": in_process.main,
     "workers": workers.main,

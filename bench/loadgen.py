@@ -21,6 +21,7 @@ class Result:
     latencies_ms: list[float] = field(default_factory=list)  # of the 200s
     shed_ms: list[float] = field(default_factory=list)  # of the 503s (also counted in errors)
     errors: dict[str, int] = field(default_factory=dict)
+    no_retry_after: int = 0  # 429s and 503s without a Retry-After header
     elapsed_s: float = 0.0
 
     def percentile(self, q: float) -> float:
@@ -50,6 +51,8 @@ async def open_loop(
                 result.latencies_ms.append((time.perf_counter() - scheduled) * 1000)
                 return
             key = str(reply.status)
+            if reply.status in (429, 503) and "retry-after" not in reply.headers:
+                result.no_retry_after += 1
             if reply.status == 503:
                 result.shed_ms.append((time.perf_counter() - scheduled) * 1000)
         result.errors[key] = result.errors.get(key, 0) + 1

@@ -84,12 +84,13 @@ def _model_plan(prompt: str) -> str:
     return plan(*claims)
 
 
-def _fake_engine(conn: Connection) -> None:
-    """The fake SGLang server, zero latency, in this (child) process until the parent hangs up."""
+def _fake_engine(conn: Connection, delay_s: float) -> None:
+    """The fake SGLang server, answering after `delay_s`, in this (child) process until the parent
+    hangs up."""
     from tests.fakes.sglang_server import RunningFake, Script
 
     running = RunningFake()
-    running.fake.answer_for = lambda prompt: Script(text=_model_plan(prompt), token_delay_s=0.0)
+    running.fake.answer_for = lambda prompt: Script(text=_model_plan(prompt), hang_s=delay_s, token_delay_s=0.0)
     # The fake's radix-cache bookkeeping compares each prompt with every earlier one: quadratic over
     # a run's thousands of requests. The service does not need it here.
     running.fake.cached_tokens = lambda prompt: 0  # type: ignore[method-assign]
@@ -115,11 +116,12 @@ class FakeEngine:
 
 
 @contextlib.contextmanager
-def fake_engine() -> Iterator[FakeEngine]:
-    """The zero-latency fake SGLang server in a process of its own, for as long as the block."""
+def fake_engine(delay_s: float = 0.0) -> Iterator[FakeEngine]:
+    """The fake SGLang server (zero latency unless given) in a process of its own, for as long as
+    the block."""
     ctx = multiprocessing.get_context("spawn")
     here, there = ctx.Pipe()
-    process = ctx.Process(target=_fake_engine, args=(there,), daemon=True)
+    process = ctx.Process(target=_fake_engine, args=(there, delay_s), daemon=True)
     process.start()
     try:
         assert process.pid is not None
