@@ -145,10 +145,17 @@ def _account(
         category: str | None,
         description: str | None,
     ) -> None:
-        transactions.append({
-            "ref": f"{ref}-T{len(transactions) + 1:04d}", "posted_on": posted.isoformat(), "kind": kind,
-            "amount": str(amount), "merchant": merchant, "category": category, "description": description,
-        })  # fmt: skip
+        transactions.append(
+            {
+                "ref": f"{ref}-T{len(transactions) + 1:04d}",
+                "posted_on": posted.isoformat(),
+                "kind": kind,
+                "amount": str(amount),
+                "merchant": merchant,
+                "category": category,
+                "description": description,
+            }
+        )
 
     periods = _periods(last_end, MONTHS)
     balance = ZERO
@@ -201,10 +208,14 @@ def _account(
         balance += activity
         minimum = min(max(cents(Decimal(25) * scale), cents(balance * Decimal("0.03"))), max(balance, ZERO))
         due = end + timedelta(days=25)
-        statements.append({
-            "period_start": start.isoformat(), "period_end": end.isoformat(),
-            "due_date": due.isoformat(), "minimum_due": str(minimum),
-        })  # fmt: skip
+        statements.append(
+            {
+                "period_start": start.isoformat(),
+                "period_end": end.isoformat(),
+                "due_date": due.isoformat(),
+                "minimum_due": str(minimum),
+            }
+        )
 
         # How the customer pays this statement, early in the next period.
         if story == "overdue" and index >= len(periods) - 2:
@@ -228,10 +239,14 @@ def _account(
         unpaid_before = max(balance - paid, ZERO)
         balance -= paid
     return {
-        "ref": ref, "kind": "credit_card", "currency": tenant.currency,
-        "masked_number": f"**** {rng.randint(1000, 9999)}", "opening_balance": "0.00",
-        "statements": statements, "transactions": transactions,
-    }  # fmt: skip
+        "ref": ref,
+        "kind": "credit_card",
+        "currency": tenant.currency,
+        "masked_number": f"**** {rng.randint(1000, 9999)}",
+        "opening_balance": "0.00",
+        "statements": statements,
+        "transactions": transactions,
+    }
 
 
 def generate(

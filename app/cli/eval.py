@@ -72,13 +72,19 @@ def eval_cmd(
     known = golden.merchants()
 
     async def evaluate(profile: Profile) -> Summary:
-        engine = open_engine(profile, parallel=concurrency, threads=settings.engine_threads,
-                             timeout_s=settings.engine_timeout_s)  # fmt: skip
+        engine = open_engine(
+            profile, parallel=concurrency, threads=settings.engine_threads, timeout_s=settings.engine_timeout_s
+        )
         try:
             results = await run_profile(
-                engine, cases, known=known, chat_template=settings.chat_template,
-                max_tokens=settings.engine_max_tokens, timeout_s=settings.engine_timeout_s, concurrency=concurrency,
-            )  # fmt: skip
+                engine,
+                cases,
+                known=known,
+                chat_template=settings.chat_template,
+                max_tokens=settings.engine_max_tokens,
+                timeout_s=settings.engine_timeout_s,
+                concurrency=concurrency,
+            )
         finally:
             await engine.close()
         return summarize(profile, engine.model, results)
@@ -94,8 +100,13 @@ def eval_cmd(
         by_label = {s.label: s for s in summaries}
         failures = gate(by_label[baseline], by_label[candidate])
         verdict = GateResult(baseline=baseline, candidate=candidate, passed=not failures, failures=failures)
-    report = Report(golden_cases=len(cases), prompt_version=PROMPT_VERSION, thresholds=DEFAULT_THRESHOLDS,
-                    profiles=summaries, gate=verdict)  # fmt: skip
+    report = Report(
+        golden_cases=len(cases),
+        prompt_version=PROMPT_VERSION,
+        thresholds=DEFAULT_THRESHOLDS,
+        profiles=summaries,
+        gate=verdict,
+    )
     if json_path:
         json_path.write_bytes(msgspec.json.format(msgspec.json.encode(report)) + b"\n")
         click.echo(f"JSON report written to {json_path}")

@@ -52,8 +52,12 @@ def tenants_set(
     slug: str, priority_class: str | None, weight: int | None, max_concurrency: int | None, rate_limit: float | None
 ) -> None:
     """Show or change a tenant's priority class and admission limits (live within API_KEY_CACHE_TTL)."""
-    changes = {"priority_class": priority_class, "weight": weight, "max_concurrency": max_concurrency,
-               "rate_limit_per_s": rate_limit}  # fmt: skip
+    changes = {
+        "priority_class": priority_class,
+        "weight": weight,
+        "max_concurrency": max_concurrency,
+        "rate_limit_per_s": rate_limit,
+    }
 
     async def work(conn: AsyncConnection) -> dict[str, Any]:
         return await set_limits(conn, slug, {k: v for k, v in changes.items() if v is not None})

@@ -62,9 +62,12 @@ def _text(col: str, longest: int, required: bool = False) -> list[tuple[str, str
 def _ref(col: str) -> list[tuple[str, str, str]]:
     return [
         (col, "must not be empty", f"{col} IS NULL"),
-        (col, "must be 1-64 characters, no blank at either end, no control character",
-         f"char_length({col}) > 64 OR {col} !~ '{_REF}'"),
-    ]  # fmt: skip
+        (
+            col,
+            "must be 1-64 characters, no blank at either end, no control character",
+            f"char_length({col}) > 64 OR {col} !~ '{_REF}'",
+        ),
+    ]
 
 
 def _date(col: str) -> list[tuple[str, str, str]]:
@@ -116,19 +119,27 @@ SELECT (SELECT count(*) FROM created), (SELECT count(*) FROM updated), (SELECT c
 CUSTOMERS = Table(
     "customers",
     ("ref", "name", "locale"),
-    [*_ref("ref"), *_text("name", 200, required=True),
-     ("locale", f"must be one of {', '.join(LOCALES)}", f"locale IS NULL OR locale NOT IN {_in(LOCALES)}")],
+    [
+        *_ref("ref"),
+        *_text("name", 200, required=True),
+        ("locale", f"must be one of {', '.join(LOCALES)}", f"locale IS NULL OR locale NOT IN {_in(LOCALES)}"),
+    ],
     ("ref",),
     "SELECT CAST($1 AS bigint) AS tenant_id, ref, name, locale FROM stage_customers",
     ("tenant_id", "ref"),
     ("name", "locale"),
-)  # fmt: skip
+)
 ACCOUNTS = Table(
     "accounts",
     ("ref", "customer_ref", "kind", "currency", "masked_number", "opening_balance"),
-    [*_ref("ref"), *_ref("customer_ref"), *_text("kind", 32, required=True),
-     ("currency", "must be three capital letters", "currency IS NULL OR currency !~ '^[A-Z]{3}$'"),
-     *_text("masked_number", 32, required=True), *_amount("opening_balance")],
+    [
+        *_ref("ref"),
+        *_ref("customer_ref"),
+        *_text("kind", 32, required=True),
+        ("currency", "must be three capital letters", "currency IS NULL OR currency !~ '^[A-Z]{3}$'"),
+        *_text("masked_number", 32, required=True),
+        *_amount("opening_balance"),
+    ],
     ("ref",),
     """SELECT c.tenant_id, s.ref, c.id AS customer_id, s.kind, s.currency, s.masked_number,
               CAST(s.opening_balance AS numeric) AS opening_balance
@@ -136,17 +147,25 @@ ACCOUNTS = Table(
     ("tenant_id", "ref"),
     ("customer_id", "kind", "currency", "masked_number", "opening_balance"),
     parents=("customer_ref", "customers"),
-)  # fmt: skip
+)
 STATEMENTS = Table(
     "statements",
     ("account_ref", "period_start", "period_end", "due_date", "minimum_due"),
-    [*_ref("account_ref"), *_date("period_start"), *_date("period_end"), *_date("due_date"),
-     *_amount("minimum_due"),
-     ("minimum_due", "must not be negative", f"minimum_due ~ '^-' AND minimum_due !~ '{_ZERO}'"),
-     # Dates written YYYY-MM-DD compare as text.
-     ("period_start", "is after period_end",
-      f"period_start ~ {_ISO} AND period_end ~ {_ISO} AND period_start > period_end"),
-     ("due_date", "is before period_end", f"due_date ~ {_ISO} AND period_end ~ {_ISO} AND due_date < period_end")],
+    [
+        *_ref("account_ref"),
+        *_date("period_start"),
+        *_date("period_end"),
+        *_date("due_date"),
+        *_amount("minimum_due"),
+        ("minimum_due", "must not be negative", f"minimum_due ~ '^-' AND minimum_due !~ '{_ZERO}'"),
+        # Dates written YYYY-MM-DD compare as text.
+        (
+            "period_start",
+            "is after period_end",
+            f"period_start ~ {_ISO} AND period_end ~ {_ISO} AND period_start > period_end",
+        ),
+        ("due_date", "is before period_end", f"due_date ~ {_ISO} AND period_end ~ {_ISO} AND due_date < period_end"),
+    ],
     ("account_ref", "period_end"),
     """SELECT a.tenant_id, a.id AS account_id, CAST(s.period_end AS date) AS period_end,
               CAST(s.period_start AS date) AS period_start, CAST(s.due_date AS date) AS due_date,
@@ -155,18 +174,30 @@ STATEMENTS = Table(
     ("tenant_id", "account_id", "period_end"),
     ("period_start", "due_date", "minimum_due"),
     parents=("account_ref", "accounts"),
-)  # fmt: skip
+)
 TRANSACTIONS = Table(
     "transactions",
     ("account_ref", "ref", "posted_on", "kind", "amount", "merchant", "category", "description"),
-    [*_ref("account_ref"), *_ref("ref"), *_date("posted_on"),
-     ("kind", f"must be one of {', '.join(TRANSACTION_KINDS)}",
-      f"kind IS NULL OR kind NOT IN {_in(TRANSACTION_KINDS)}"),
-     *_amount("amount"),
-     ("amount", "an adjustment must not be zero", f"kind = 'adjustment' AND amount ~ '{_ZERO}'"),
-     ("amount", "must be positive (only adjustments are signed)",
-      f"kind <> 'adjustment' AND (amount ~ '^-' OR amount ~ '{_ZERO}')"),
-     *_text("merchant", 200), *_text("category", 64), *_text("description", 500)],
+    [
+        *_ref("account_ref"),
+        *_ref("ref"),
+        *_date("posted_on"),
+        (
+            "kind",
+            f"must be one of {', '.join(TRANSACTION_KINDS)}",
+            f"kind IS NULL OR kind NOT IN {_in(TRANSACTION_KINDS)}",
+        ),
+        *_amount("amount"),
+        ("amount", "an adjustment must not be zero", f"kind = 'adjustment' AND amount ~ '{_ZERO}'"),
+        (
+            "amount",
+            "must be positive (only adjustments are signed)",
+            f"kind <> 'adjustment' AND (amount ~ '^-' OR amount ~ '{_ZERO}')",
+        ),
+        *_text("merchant", 200),
+        *_text("category", 64),
+        *_text("description", 500),
+    ],
     ("account_ref", "ref"),
     """SELECT a.tenant_id, a.id AS account_id, s.ref, CAST(s.posted_on AS date) AS posted_on, s.kind,
               CAST(s.amount AS numeric) AS amount, s.merchant, s.category, s.description
@@ -174,7 +205,7 @@ TRANSACTIONS = Table(
     ("tenant_id", "account_id", "ref"),
     ("posted_on", "kind", "amount", "merchant", "category", "description"),
     parents=("account_ref", "accounts"),
-)  # fmt: skip
+)
 TABLES = {t.name: t for t in (CUSTOMERS, ACCOUNTS, STATEMENTS, TRANSACTIONS)}  # in the order they load
 
 Progress = Callable[[str, bytes], None]  # each chunk of a file as it is sent (the file's table name)

@@ -8,9 +8,19 @@ from decimal import Decimal
 from app.domain.money import cents
 
 MONTHS_EN = (
-    "January", "February", "March", "April", "May", "June",
-    "July", "August", "September", "October", "November", "December",
-)  # fmt: skip
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 # Chinese currency names; English text uses the ISO code, which bank customers recognise.
 CURRENCY_ZH = {"CNY": "元", "EUR": "欧元", "USD": "美元", "GBP": "英镑", "HKD": "港元", "JPY": "日元"}
 

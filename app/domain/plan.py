@@ -88,9 +88,19 @@ class NoAnswer(Claim, frozen=True, tag="no_answer"):
 
 
 AnyClaim = (
-    NewBalance | Change | DriverClaim | Transaction | FeesInterest | PaymentStatusClaim | PaidSinceClose
-    | StillToPay | MinimumDue | PeriodClaim | NextStep | NoAnswer
-)  # fmt: skip
+    NewBalance
+    | Change
+    | DriverClaim
+    | Transaction
+    | FeesInterest
+    | PaymentStatusClaim
+    | PaidSinceClose
+    | StillToPay
+    | MinimumDue
+    | PeriodClaim
+    | NextStep
+    | NoAnswer
+)
 CLAIM_TYPES: dict[str, type[Claim]] = {str(cls.__struct_config__.tag): cls for cls in get_args(AnyClaim)}
 
 
@@ -107,17 +117,15 @@ LEAD: dict[Intent, frozenset[str]] = {
     "fees_interest": frozenset({"fees_interest"}),
     "payment": frozenset({"payment_status"}),
 }
+_ANY_INTENT = ("new_balance", "period", "next_step")  # fit every answer
 FITS: dict[Intent, frozenset[str]] = {
     "bill_change": frozenset(
-        {"change", "driver", "new_balance", "period", "payment_status", "still_to_pay", "minimum_due",
-         "fees_interest", "next_step"}
+        ("change", "driver", "payment_status", "still_to_pay", "minimum_due", "fees_interest", *_ANY_INTENT)
     ),
-    "charge": frozenset({"transaction", "driver", "new_balance", "period", "next_step", "no_answer"}),
-    "fees_interest": frozenset({"fees_interest", "transaction", "new_balance", "period", "next_step"}),
-    "payment": frozenset(
-        {"payment_status", "paid_since_close", "still_to_pay", "minimum_due", "new_balance", "period", "next_step"}
-    ),
-}  # fmt: skip
+    "charge": frozenset(("transaction", "driver", "no_answer", *_ANY_INTENT)),
+    "fees_interest": frozenset(("fees_interest", "transaction", *_ANY_INTENT)),
+    "payment": frozenset(("payment_status", "paid_since_close", "still_to_pay", "minimum_due", *_ANY_INTENT)),
+}
 # A claim whose content an earlier one already said is left out ("nothing is said twice").
 COVERED_BY: dict[str, frozenset[str]] = {"new_balance": frozenset({"change"})}
 

@@ -86,12 +86,13 @@ def plan_grammar(allowed: Allowed) -> str:
     array = plan_schema(allowed)["properties"]["claims"]
     first = [_alternatives(item["anyOf"]) for item in array["prefixItems"]]
     steps = [_object(one) for schema in array["items"]["anyOf"] for one in _each(schema)]
+    leads = ' ", " '.join(f"first{i}" for i in range(len(first)))
+    optional = "".join(f' (", " c{i})?' for i in range(len(steps)))
     rules = {
-        "root": '"{\\"claims\\": [" ' + ' ", " '.join(f"first{i}" for i in range(len(first)))
-        + "".join(f' (", " c{i})?' for i in range(len(steps))) + ' "]}"',
+        "root": '"{\\"claims\\": [" ' + leads + optional + ' "]}"',
         **{f"first{i}": expr for i, expr in enumerate(first)},
         **{f"c{i}": expr for i, expr in enumerate(steps)},
-    }  # fmt: skip
+    }
     return "".join(f"{name} ::= {rule}\n" for name, rule in rules.items())
 
 

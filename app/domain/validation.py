@@ -76,23 +76,44 @@ _STATUS_WORDS = re.compile(
 _NEUTRAL = re.compile(r"最低还款额?|还款日期?|还款截止日?|还款状态")
 # Words that give the next slot a role; the closest one before a slot must fit it.
 _ROLE_CUES: list[tuple[re.Pattern[str], frozenset[Role]]] = [
-    (re.compile(r"\bnew\s+balance\b|\bcurrent\s+balance\b|\bstatement\s+balance\b|\bbill\s+(?:totals?|comes\s+to|"
-                r"amount)\b|\bthis\s+month'?s?\s+(?:bill|balance|statement)\b|本期账单金额|本期余额|新余额|账单金额|"
-                r"本期应还|当前余额", _I), frozenset({"new_balance"})),
-    (re.compile(r"\bprevious\s+(?:balance|statement|bill)\b|\blast\s+(?:month|statement)'?s?\b|\bopening\s+balance\b"
-                r"|上期|上个月|上月", _I), frozenset({"previous_balance"})),
-    (re.compile(r"\b(?:went|gone|go)\s+(?:up|down)\s+by\b|\b(?:higher|lower|more|less|increased?|decreased?|rose|"
-                r"fell|dropped|changed?|up|down)\s+by\b|\bdifference\s+(?:is|of)\b|\bchange\s+(?:is|of)\b|差额|"
-                r"(?:增加|减少|上涨|下降|增长|上升|降低|多|少|变化)了?", _I),
-     frozenset({"difference", "change_percent", "driver"})),
+    (
+        re.compile(
+            r"\bnew\s+balance\b|\bcurrent\s+balance\b|\bstatement\s+balance\b|\bbill\s+(?:totals?|comes\s+to|"
+            r"amount)\b|\bthis\s+month'?s?\s+(?:bill|balance|statement)\b|本期账单金额|本期余额|新余额|账单金额|"
+            r"本期应还|当前余额",
+            _I,
+        ),
+        frozenset({"new_balance"}),
+    ),
+    (
+        re.compile(
+            r"\bprevious\s+(?:balance|statement|bill)\b|\blast\s+(?:month|statement)'?s?\b|\bopening\s+balance\b"
+            r"|上期|上个月|上月",
+            _I,
+        ),
+        frozenset({"previous_balance"}),
+    ),
+    (
+        re.compile(
+            r"\b(?:went|gone|go)\s+(?:up|down)\s+by\b|\b(?:higher|lower|more|less|increased?|decreased?|rose|"
+            r"fell|dropped|changed?|up|down)\s+by\b|\bdifference\s+(?:is|of)\b|\bchange\s+(?:is|of)\b|差额|"
+            r"(?:增加|减少|上涨|下降|增长|上升|降低|多|少|变化)了?",
+            _I,
+        ),
+        frozenset({"difference", "change_percent", "driver"}),
+    ),
     (re.compile(r"\bminimum\s+(?:payment|amount|due)?|最低还款(?:额)?", _I), frozenset({"minimum_due"})),
     (re.compile(r"\bcompared\s+(?:to|with)\b|\bthan\b", _I), frozenset({"previous_balance"})),
     (re.compile(r"\bto\b|至|到", _I), frozenset({"new_balance", "period"})),
-    (re.compile(r"\bdue\s+(?:on|by|date)\b|\bdeadline\b|\bpay\s+(?:it\s+)?by\b|到期日?|还款日|截止", _I),
-     frozenset({"due_date"})),
-    (re.compile(r"\bstill\s+to\s+pay\b|\bleft\s+to\s+pay\b|\bremaining\b|\boutstanding\b|待还|剩余|仍需|还需", _I),
-     frozenset({"outstanding"})),
-]  # fmt: skip
+    (
+        re.compile(r"\bdue\s+(?:on|by|date)\b|\bdeadline\b|\bpay\s+(?:it\s+)?by\b|到期日?|还款日|截止", _I),
+        frozenset({"due_date"}),
+    ),
+    (
+        re.compile(r"\bstill\s+to\s+pay\b|\bleft\s+to\s+pay\b|\bremaining\b|\boutstanding\b|待还|剩余|仍需|还需", _I),
+        frozenset({"outstanding"}),
+    ),
+]
 # A cue right after a slot: "{x} is still to pay" makes x the outstanding amount.
 _OUTSTANDING_AFTER = re.compile(r"\s*(?:is\s+|are\s+)?(?:still\s+to\s+pay|left\s+to\s+pay|remaining|outstanding)\b", _I)
 _CLAUSE_END = re.compile(r"[,;:，；：、（）()—]|\band\b|\bbut\b|\bwhile\b|\bwhich\b|和|但|并且|其中")

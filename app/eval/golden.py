@@ -53,17 +53,24 @@ class GoldenCase(msgspec.Struct, frozen=True, kw_only=True):
 def history(account: AccountIn, locale: Locale) -> AccountHistory:
     """An import-format account as the history the database would return for it."""
     lines = [
-        Line(posted_on=t.posted_on, kind=t.kind, amount=Decimal(t.amount), merchant=t.merchant,
-             description=t.description)
+        Line(
+            posted_on=t.posted_on, kind=t.kind, amount=Decimal(t.amount), merchant=t.merchant, description=t.description
+        )
         for t in account.transactions
-    ]  # fmt: skip
+    ]
     periods = []
     for i, s in enumerate(account.statements, start=1):
         net = sum((signed(x.kind, x.amount) for x in lines if s.period_start <= x.posted_on <= s.period_end), ZERO)
         periods.append(
-            Period(id=i, period_start=s.period_start, period_end=s.period_end, due_date=s.due_date,
-                   minimum_due=Decimal(s.minimum_due), net=net)
-        )  # fmt: skip
+            Period(
+                id=i,
+                period_start=s.period_start,
+                period_end=s.period_end,
+                due_date=s.due_date,
+                minimum_due=Decimal(s.minimum_due),
+                net=net,
+            )
+        )
     return AccountHistory(
         account_id=0,
         account_ref=account.ref,

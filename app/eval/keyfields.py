@@ -42,10 +42,15 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
 # --- payment status -------------------------------------------------------------------------------
 # Negations that would otherwise read as the claim they negate are rewritten first.
 _REWRITES = [
-    (re.compile(r"\bnot\s+(?:yet\s+)?(?:been\s+)?(?:paid\s+in\s+full|fully\s+paid)\b|未全额还款?|没有全额|未还清|没有还清",
-                re.I), " partially "),
+    (
+        re.compile(
+            r"\bnot\s+(?:yet\s+)?(?:been\s+)?(?:paid\s+in\s+full|fully\s+paid)\b|未全额还款?|没有全额|未还清|没有还清",
+            re.I,
+        ),
+        " partially ",
+    ),
     (re.compile(r"\bnot\s+(?:yet\s+)?overdue\b|\bisn't\s+overdue\b|未逾期|没有逾期|不会逾期|尚未逾期", re.I), " "),
-]  # fmt: skip
+]
 _CLAIMS: dict[str, re.Pattern[str]] = {
     "paid_in_full": re.compile(
         r"\bpaid\s+in\s+full\b|\bfully\s+paid\b|\b(?:bill|statement|balance)\s+(?:is|has\s+been)\s+(?:paid|settled)\b"
@@ -99,14 +104,19 @@ _SENTENCE_END = re.compile(r"[.!?,](?:\s|$)|[。！？；;，\n]")
 _LABELS: list[tuple[str, re.Pattern[str]]] = [
     ("new_balance", re.compile(r"(?:new|statement|current)\s+balance|本期账单(?:金额)?|新余额|本期余额", re.I)),
     ("previous_balance", re.compile(r"previous\s+balance|last\s+month(?:'s)?|上期(?:账单)?|上个?月(?:的账单)?", re.I)),
-    ("difference", re.compile(
-        r"(?:higher|lower|more|less|up|down|increased?|decreased?|changed?|rose|fell)\s+by"
-        r"|(?:increase|decrease|change|difference)\s+of|增加了?|减少了?|多了|少了|变化了?|相差"
-        r"|比上个?[月期][^，,。\d]*?[多少]", re.I)),
+    (
+        "difference",
+        re.compile(
+            r"(?:higher|lower|more|less|up|down|increased?|decreased?|changed?|rose|fell)\s+by"
+            r"|(?:increase|decrease|change|difference)\s+of|增加了?|减少了?|多了|少了|变化了?|相差"
+            r"|比上个?[月期][^，,。\d]*?[多少]",
+            re.I,
+        ),
+    ),
     ("minimum_due", re.compile(r"minimum(?:\s+payment)?|最低还款(?:额)?", re.I)),
     ("outstanding", re.compile(r"outstanding|still\s+to\s+pay|still\s+owe|remaining|待还|仍欠|剩余", re.I)),
     ("paid_amount", re.compile(r"(?<![未没尚])收到(?:您的)?(?:还款)?|\bwe\s+(?:have\s+)?received\b", re.I)),
-]  # fmt: skip
+]
 _NEGATED = re.compile(r"(?:\bnot\b|n't|未|没有|尚未)\W{0,3}\w{0,8}$", re.I)
 _DETACHED = re.compile(r"[:：(（]")
 _WINDOW = 40  # a label binds the first number within this many characters after it
@@ -120,18 +130,30 @@ def fact_amounts(facts: BillFacts) -> set[Decimal]:
     """Every amount the facts hold (unsigned): any other number in an answer is invented."""
     s, p = facts.statement, facts.payment
     values = {
-        s.new_balance, s.opening_balance, s.minimum_due, facts.previous_balance, facts.difference,
-        p.paid_amount, p.outstanding, *(d.amount for d in facts.drivers), *(e.amount for e in facts.entries),
+        s.new_balance,
+        s.opening_balance,
+        s.minimum_due,
+        facts.previous_balance,
+        facts.difference,
+        p.paid_amount,
+        p.outstanding,
+        *(d.amount for d in facts.drivers),
+        *(e.amount for e in facts.entries),
         *(e.amount for e in facts.payments_received),
-    }  # fmt: skip
+    }
     return {abs(v) for v in values}
 
 
 def _bound_facts(facts: BillFacts) -> dict[str, Decimal]:
     s, p = facts.statement, facts.payment
-    return {"new_balance": s.new_balance, "previous_balance": facts.previous_balance, "minimum_due": s.minimum_due,
-            "outstanding": p.outstanding, "paid_amount": p.paid_amount,
-            "difference": facts.difference}  # fmt: skip
+    return {
+        "new_balance": s.new_balance,
+        "previous_balance": facts.previous_balance,
+        "minimum_due": s.minimum_due,
+        "outstanding": p.outstanding,
+        "paid_amount": p.paid_amount,
+        "difference": facts.difference,
+    }
 
 
 def amount_findings(text: str, facts: BillFacts, allowed: set[Decimal]) -> list[str]:

@@ -187,8 +187,10 @@ def svg_bars(kind: str, rates: dict[str, float], width: int = 520) -> str:
     bar, gap, left = 22, 8, 150
     height = len(rates) * (bar + gap) + gap + 16
     top = max(rates.values(), default=0.0) or 1.0
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-kind="{kind}" width="{width}" '
-             f'height="{height}" role="img" aria-label="{kind} rate per profile">']  # fmt: skip
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-kind="{kind}" width="{width}" '
+        f'height="{height}" role="img" aria-label="{kind} rate per profile">'
+    ]
     for i, (label, rate) in enumerate(rates.items()):
         y = gap + i * (bar + gap)
         length = rate / top * (width - left - 70)
@@ -204,9 +206,21 @@ def svg_bars(kind: str, rates: dict[str, float], width: int = 520) -> str:
 def html_report(report: Report, title: str = "Key-field gate") -> str:
     """One self-contained page: the figures per profile, the gate, one chart per error kind, and the
     cases with key-field errors."""
-    head = "".join(f"<th>{h}</th>" for h in ("profile", "engine", "model", "cases", "served as model", *KINDS,
-                                              "TTFT P50/P99 ms", "e2e P50/P99 ms", "tokens prompt/cached/completion",
-                                              "fallbacks"))  # fmt: skip
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in (
+            "profile",
+            "engine",
+            "model",
+            "cases",
+            "served as model",
+            *KINDS,
+            "TTFT P50/P99 ms",
+            "e2e P50/P99 ms",
+            "tokens prompt/cached/completion",
+            "fallbacks",
+        )
+    )
     rows = "".join(
         f"<tr><td>{html.escape(s.label)}</td><td>{s.engine}</td><td>{html.escape(s.model)}</td><td>{s.cases}</td>"
         f"<td>{s.served_share:.1%}</td>"
@@ -221,8 +235,9 @@ def html_report(report: Report, title: str = "Key-field gate") -> str:
         g = report.gate
         verdict = "passed" if g.passed else "FAILED"
         items = "".join(f"<li>{html.escape(f)}</li>" for f in g.failures)
-        gate_html = (f"<h2>Gate: {html.escape(g.candidate)} against {html.escape(g.baseline)}: {verdict}</h2>"
-                     f"<ul>{items}</ul>")  # fmt: skip
+        gate_html = (
+            f"<h2>Gate: {html.escape(g.candidate)} against {html.escape(g.baseline)}: {verdict}</h2><ul>{items}</ul>"
+        )
     charts = "".join(
         f"<h2>{kind.replace('_', ' ')}: share of cases</h2>"
         + svg_bars(kind, {s.label: s.error_rates[kind] for s in report.profiles})

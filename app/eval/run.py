@@ -92,9 +92,16 @@ async def run_case(
     known: set[str],
 ) -> CaseResult:
     job = plan_job(
-        facts=case.facts, intent=case.intent, question=case.question, locale=case.locale, policy=policy,
-        chat_template=chat_template, request_id=uuid.uuid4().hex, priority=0, max_tokens=max_tokens,
-    )  # fmt: skip
+        facts=case.facts,
+        intent=case.intent,
+        question=case.question,
+        locale=case.locale,
+        policy=policy,
+        chat_template=chat_template,
+        request_id=uuid.uuid4().hex,
+        priority=0,
+        max_tokens=max_tokens,
+    )
     stopwatch = Stopwatch()
     started = perf_counter()
     outcome = None
@@ -151,9 +158,14 @@ async def run_profile(
     async def one(case: GoldenCase) -> CaseResult:
         async with gate:
             result = await run_case(
-                engine, case, policy=policy, chat_template=chat_template, max_tokens=max_tokens,
-                timeout_s=timeout_s, known=known,
-            )  # fmt: skip
+                engine,
+                case,
+                policy=policy,
+                chat_template=chat_template,
+                max_tokens=max_tokens,
+                timeout_s=timeout_s,
+                known=known,
+            )
         if on_done:
             on_done(result)
         return result

@@ -185,8 +185,8 @@ class Scheduler:
 
     def _check_rate(self, tenant: str, limits: TenantLimits, level: int, retry_after: float) -> None:
         if retry_after > 0:
-            self._shed(tenant, level, 429, "rate_limited", retry_after,
-                       f"over {limits.rate_per_s:g} requests/s for this tenant")  # fmt: skip
+            message = f"over {limits.rate_per_s:g} requests/s for this tenant"
+            self._shed(tenant, level, 429, "rate_limited", retry_after, message)
 
     def _check_open(self, tenant: str, level: int) -> None:
         if self._closing:
@@ -231,8 +231,8 @@ class Scheduler:
         except TimeoutError:
             if not self._queue.withdraw(ticket):  # granted in the same instant: keep it
                 return ticket.granted.result()
-            self._shed(tenant, level, 503, "deadline", self.estimated_wait_s(level),
-                       f"waited {deadline_s:g} s for the engine; try again shortly")  # fmt: skip
+            message = f"waited {deadline_s:g} s for the engine; try again shortly"
+            self._shed(tenant, level, 503, "deadline", self.estimated_wait_s(level), message)
         except asyncio.CancelledError:
             if not self._queue.withdraw(ticket):  # the slot was already given to us: hand it on
                 await self._release(tenant, ticket.granted.result(), None)
@@ -282,8 +282,10 @@ class Scheduler:
             while (ticket := self._queue.next(self._has_slot, self._running, skip=at_cap)) is not None:
                 lease = uuid.uuid4().hex
                 try:
-                    verdict, _ = await self.ledger.enter(ticket.tenant, ticket.limits, take_token=False, want_slot=True,
-                                                         slots=self._slots(ticket.level), lease=lease)  # fmt: skip
+                    slots = self._slots(ticket.level)
+                    verdict, _ = await self.ledger.enter(
+                        ticket.tenant, ticket.limits, take_token=False, want_slot=True, slots=slots, lease=lease
+                    )
                 except Exception:
                     # Queued requests wait (until their deadline) for the ledger to answer again.
                     log.warning("admission: the ledger did not answer", exc_info=True)

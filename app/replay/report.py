@@ -100,8 +100,10 @@ def _svg_cdf(series: dict[str, list[float]], width: int = 640, height: int = 320
         points = " ".join(f"{x(v):.1f},{y(p):.1f}" for v, p in cdf(vs))
         color = colors[i % len(colors)]
         parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{points}"/>')
-        parts.append(f'<text x="{width - pad - 150}" y="{pad + 14 + 14 * i}" font-size="11" fill="{color}">'
-                     f"{html.escape(name)}</text>")  # fmt: skip
+        parts.append(
+            f'<text x="{width - pad - 150}" y="{pad + 14 + 14 * i}" font-size="11" fill="{color}">'
+            f"{html.escape(name)}</text>"
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -110,8 +112,10 @@ def html_report(runs: dict[str, tuple[Sequence[Sample], list[Row]]], slo: Slo, t
     """One page: a table per run and end-to-end and TTFT latency CDFs of all runs."""
     sections = []
     for name, (_, rows) in runs.items():
-        head = "".join(f"<th>{h}</th>" for h in ("tenant", "channel", "requests", "TTFT P50/P90/P99 ms",
-                                                  "e2e P50/P90/P99 ms", "goodput", "errors"))  # fmt: skip
+        head = "".join(
+            f"<th>{h}</th>"
+            for h in ("tenant", "channel", "requests", "TTFT P50/P90/P99 ms", "e2e P50/P90/P99 ms", "goodput", "errors")
+        )
         body = "".join(
             f"<tr><td>{html.escape(r.tenant)}</td><td>{r.channel}</td><td>{r.requests}</td>"
             f"<td>{r.ttft[0]:.1f} / {r.ttft[1]:.1f} / {r.ttft[2]:.1f}</td>"
