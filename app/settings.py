@@ -161,8 +161,9 @@ class Settings:
     answer_cache_fill: bool
     batch_poll_s: float
     batch_lease_s: float
-    # Signs customer session tokens (the chat widget's credential). Unset: a random secret per
-    # process, so tokens die with it; set the same secret on every replica.
+    # Signs customer session tokens (the chat widget's credential). Unset: a random secret for this
+    # process (and the workers `serve` starts), so tokens die with it; required with ADMISSION=shared,
+    # where every replica must accept the tokens the others issue.
     session_secret: str
     # Lifetime of a customer session token and of an agent's console session.
     session_ttl_s: float
@@ -231,7 +232,7 @@ class Settings:
             answer_cache_fill=_flag(e, "ANSWER_CACHE_FILL", True),
             batch_poll_s=_float(e, "BATCH_POLL_S", 0.5),
             batch_lease_s=_float(e, "BATCH_LEASE_S", 120),
-            session_secret=e.get("SESSION_SECRET") or secrets.token_urlsafe(32),
+            session_secret=_session_secret(e),
             session_ttl_s=_float(e, "SESSION_TTL_S", 900),
             console_session_ttl_s=_float(e, "CONSOLE_SESSION_TTL_S", 28800),
             signin_max_failures=_int(e, "SIGNIN_MAX_FAILURES", 5, minimum=1),
@@ -244,6 +245,16 @@ class Settings:
             widget_origins=tuple(o.strip().rstrip("/") for o in e.get("WIDGET_ORIGINS", "").split(",") if o.strip()),
             metrics_token=e.get("METRICS_TOKEN") or None,
         )
+
+
+def _session_secret(e: Mapping[str, str]) -> str:
+    if secret := e.get("SESSION_SECRET"):
+        return secret
+    if e.get("ADMISSION") == "shared":
+        raise SettingsError(
+            "SESSION_SECRET must be set with ADMISSION=shared: every replica must sign customer tokens with one secret"
+        )
+    return secrets.token_urlsafe(32)
 
 
 @cache

@@ -51,7 +51,10 @@ def main(argv: list[str] | None = None) -> None:
     table: list[tuple[str, float, Result, float]] = []
     with fake_engine() as engine, demo_database() as (url, key, refs):
         for name, workers, admission in runs:
-            with service_process(url, {**engine.env, "ADMISSION": admission}, workers) as (port, pid):
+            with service_process(url, {**engine.env, "ADMISSION": admission, "SESSION_SECRET": "bench"}, workers) as (
+                port,
+                pid,
+            ):
                 sources = asyncio.run(_sources(port, key, refs))
                 asked = sorted(ref for ref in refs if sources[ref] == "model")
 

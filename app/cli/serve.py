@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import math
 import os
+import secrets
 import shutil
 import signal
 import sys
@@ -84,6 +85,9 @@ def serve(database_url: str, host: str, port: int, settings: Settings | None = N
         if "ADMISSION" in os.environ:
             raise click.UsageError("--workers above 1 needs ADMISSION=shared: each worker is a replica")
         os.environ["ADMISSION"] = "shared"
+    # Workers are replicas: a customer token one issues must be accepted by the others. Without a
+    # configured secret they share one made here (tokens then die with this server, as in one process).
+    os.environ.setdefault("SESSION_SECRET", secrets.token_urlsafe(32))
     # The workers are fresh interpreters: they read their settings from the environment, and the
     # database URL resolved here (the embedded Postgres runs in this process).
     os.environ["DATABASE_URL"] = database_url

@@ -67,6 +67,19 @@ async def test_workers_share_admission_and_one_metrics_view(
             assert (await conn.execute(bucket, {"slug": bank.slug})).scalar_one() == 1
         scrapes = [answers_served((await fresh("GET", "/metrics")).text) for _ in range(6)]
         assert scrapes == [before + 20] * 6  # whichever worker answers the scrape sees all 20
+        # SESSION_SECRET unset: a customer token issued by either worker is accepted by both (before,
+        # each worker signed with a random secret of its own and about half the chats were 401).
+        issued = await asyncio.gather(
+            *(fresh("POST", "/v1/sessions", json={"customer_ref": "C-1001"}) for _ in range(20))
+        )
+        assert [r.status_code for r in issued] == [201] * 20
+        chats = await asyncio.gather(
+            *(
+                fresh("GET", "/v1/chat/accounts", headers={"Authorization": f"Bearer {r.json()['token']}"})
+                for r in issued
+            )
+        )
+        assert [r.status_code for r in chats] == [200] * 20
         proc.send_signal(signal.SIGTERM)
         await asyncio.to_thread(proc.wait, 30)
     finally:

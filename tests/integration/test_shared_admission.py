@@ -229,6 +229,7 @@ async def test_two_app_processes_hold_one_tenants_rate_and_cap(
     env = {
         "DATABASE_URL": database_url, "ENGINE": "sglang", "SGLANG_URL": sglang.url, "ADMISSION": "shared",
         "ANSWER_CACHE_FILL": "0", "BATCH_WORKER": "0", "LOG_LEVEL": "WARNING", "API_KEY_CACHE_TTL": "0",
+        "SESSION_SECRET": "replicas-secret",
     }  # fmt: skip
     ports = [free_port(), free_port()]
     services = [start_service(port, **env) for port in ports]

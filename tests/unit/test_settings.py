@@ -185,3 +185,14 @@ def test_every_chat_template_the_settings_accept_exists() -> None:
     assert sorted(CHAT_STOPS) == sorted(CHAT_TEMPLATES)
     for name in CHAT_TEMPLATES:
         assert (PROMPTS_DIR / "chat" / f"{name}.j2").is_file()
+
+
+def test_replicas_sharing_admission_must_share_the_session_secret() -> None:
+    with pytest.raises(SettingsError) as raised:
+        Settings.from_env({"ADMISSION": "shared"})
+    assert str(raised.value) == (
+        "SESSION_SECRET must be set with ADMISSION=shared: every replica must sign customer tokens with one secret"
+    )
+    assert Settings.from_env({"ADMISSION": "shared", "SESSION_SECRET": "s" * 32}).session_secret == "s" * 32
+    one, other = Settings.from_env({}), Settings.from_env({})
+    assert one.session_secret != other.session_secret  # one process alone: a random secret of its own
