@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -12,15 +13,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data.models import Account, Answer
+from app.data.sql import Statement
 from app.domain.vocabulary import Channel, Intent, Locale, Source
-
-# The parameters in AuditRow's field order; JSON arrives as text.
-_INSERT = """
-INSERT INTO answers (id, tenant_id, account_id, statement_id, channel, question, locale, answer, source,
-                     intent, prompt_version, model, usage, fallback_reason, timings, stage_starts)
-VALUES ($1, $2, $3, $4, $5, $6, $7, CAST(CAST($8 AS text) AS jsonb), $9, $10, $11, $12,
-        CAST(CAST($13 AS text) AS jsonb), $14, CAST(CAST($15 AS text) AS jsonb), CAST(CAST($16 AS text) AS jsonb))
-"""
 
 
 class AuditRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -45,9 +39,31 @@ class AuditRow(msgspec.Struct, frozen=True, kw_only=True):
     stage_starts: str
 
 
+# The columns of `answers`, written once: AuditRow's fields. Both inserts (an answer's row here, a
+# cache hit's in app/data/history.py) name each column's value, so none can land in another column.
+AUDIT_COLUMNS: tuple[str, ...] = AuditRow.__struct_fields__
+
+
+def insert_answer(values: Mapping[str, str]) -> str:
+    """`INSERT INTO answers (...) SELECT ...` from each column's SQL expression, by column name."""
+    if values.keys() != set(AUDIT_COLUMNS):
+        wrong = sorted(values.keys() ^ set(AUDIT_COLUMNS))
+        raise ValueError(f"an answers row needs exactly its columns; missing or unknown: {', '.join(wrong)}")
+    return f"INSERT INTO answers ({', '.join(AUDIT_COLUMNS)})\nSELECT {', '.join(values[c] for c in AUDIT_COLUMNS)}"
+
+
+def json_parameter(name: str) -> str:
+    """A JSON column's value, passed as JSON text."""
+    return f"CAST(CAST(:{name} AS text) AS jsonb)"
+
+
+_JSON_COLUMNS = {"answer", "usage", "timings", "stage_starts"}
+_INSERT = Statement(insert_answer({c: json_parameter(c) if c in _JSON_COLUMNS else f":{c}" for c in AUDIT_COLUMNS}))
+
+
 async def record_answer(conn: asyncpg.Connection, row: AuditRow) -> None:
     """On an asyncpg connection (app/data/driver_pool.py): committed (synchronously, durable) when this returns."""
-    await conn.execute(_INSERT, *msgspec.structs.astuple(row))
+    await conn.execute(_INSERT.sql, *_INSERT.args(row))
 
 
 class AnswerBrief(msgspec.Struct, frozen=True, kw_only=True):

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data.database import driver_of
 from app.data.importer import Counts, ImportReport, check_no_overlap
+from app.data.sql import Statement
 from app.data.tenants import tenant_id as find_tenant
 from app.domain.vocabulary import LOCALES, TRANSACTION_KINDS
 from app.errors import ImportRejected
@@ -84,7 +85,7 @@ def _amount(col: str) -> list[tuple[str, str, str]]:
 class Table:
     """One CSV file: its columns, the checks of a row on its own (column, message, SQL that is true
     when the row is wrong), and its merge: `source` selects the table's columns from the staged rows
-    ($1 the tenant), matched on `keys` (the file's own key is `file_key`), written in `values`."""
+    (:tenant_id the tenant), matched on `keys` (the file's own key is `file_key`), written in `values`."""
 
     name: str
     columns: tuple[str, ...]
@@ -125,7 +126,7 @@ CUSTOMERS = Table(
         ("locale", f"must be one of {', '.join(LOCALES)}", f"locale IS NULL OR locale NOT IN {_in(LOCALES)}"),
     ],
     ("ref",),
-    "SELECT CAST($1 AS bigint) AS tenant_id, ref, name, locale FROM stage_customers",
+    "SELECT CAST(:tenant_id AS bigint) AS tenant_id, ref, name, locale FROM stage_customers",
     ("tenant_id", "ref"),
     ("name", "locale"),
 )
@@ -143,7 +144,7 @@ ACCOUNTS = Table(
     ("ref",),
     """SELECT c.tenant_id, s.ref, c.id AS customer_id, s.kind, s.currency, s.masked_number,
               CAST(s.opening_balance AS numeric) AS opening_balance
-       FROM stage_accounts s JOIN customers c ON c.tenant_id = $1 AND c.ref = s.customer_ref""",
+       FROM stage_accounts s JOIN customers c ON c.tenant_id = :tenant_id AND c.ref = s.customer_ref""",
     ("tenant_id", "ref"),
     ("customer_id", "kind", "currency", "masked_number", "opening_balance"),
     parents=("customer_ref", "customers"),
@@ -170,7 +171,7 @@ STATEMENTS = Table(
     """SELECT a.tenant_id, a.id AS account_id, CAST(s.period_end AS date) AS period_end,
               CAST(s.period_start AS date) AS period_start, CAST(s.due_date AS date) AS due_date,
               CAST(s.minimum_due AS numeric) AS minimum_due
-       FROM stage_statements s JOIN accounts a ON a.tenant_id = $1 AND a.ref = s.account_ref""",
+       FROM stage_statements s JOIN accounts a ON a.tenant_id = :tenant_id AND a.ref = s.account_ref""",
     ("tenant_id", "account_id", "period_end"),
     ("period_start", "due_date", "minimum_due"),
     parents=("account_ref", "accounts"),
@@ -201,12 +202,15 @@ TRANSACTIONS = Table(
     ("account_ref", "ref"),
     """SELECT a.tenant_id, a.id AS account_id, s.ref, CAST(s.posted_on AS date) AS posted_on, s.kind,
               CAST(s.amount AS numeric) AS amount, s.merchant, s.category, s.description
-       FROM stage_transactions s JOIN accounts a ON a.tenant_id = $1 AND a.ref = s.account_ref""",
+       FROM stage_transactions s JOIN accounts a ON a.tenant_id = :tenant_id AND a.ref = s.account_ref""",
     ("tenant_id", "account_id", "ref"),
     ("posted_on", "kind", "amount", "merchant", "category", "description"),
     parents=("account_ref", "accounts"),
 )
 TABLES = {t.name: t for t in (CUSTOMERS, ACCOUNTS, STATEMENTS, TRANSACTIONS)}  # in the order they load
+_TOUCHED = Statement(
+    "SELECT DISTINCT a.id FROM stage_statements s JOIN accounts a ON a.tenant_id = :tenant_id AND a.ref = s.account_ref"
+)
 
 Progress = Callable[[str, bytes], None]  # each chunk of a file as it is sent (the file's table name)
 
@@ -275,7 +279,7 @@ async def _errors(raw: asyncpg.Connection, table: Table, tenant: int, staged: se
         in_file = f" AND NOT EXISTS (SELECT FROM stage_{parent} p WHERE p.ref = s.{col})" if parent in staged else ""
         parts.append(
             f"SELECT line, '{col}', 'names no {parent[:-1]} of this tenant' FROM {stage} s "
-            f"WHERE NOT EXISTS (SELECT FROM {parent} p WHERE p.tenant_id = $1 AND p.ref = s.{col}){in_file}"
+            f"WHERE NOT EXISTS (SELECT FROM {parent} p WHERE p.tenant_id = :tenant_id AND p.ref = s.{col}){in_file}"
         )
     if table is STATEMENTS:
         parts.append(
@@ -284,9 +288,8 @@ async def _errors(raw: asyncpg.Connection, table: Table, tenant: int, staged: se
             " FROM stage_statements WINDOW w AS (PARTITION BY account_ref ORDER BY period_start)) o "
             "WHERE period_start <= previous_end"
         )
-    query = " UNION ALL ".join(parts) + f" ORDER BY line, col LIMIT {MAX_ERRORS}"
-    uses_tenant = table.parents is not None
-    rows = await raw.fetch(query, tenant) if uses_tenant else await raw.fetch(query)
+    query = Statement(" UNION ALL ".join(parts) + f" ORDER BY line, col LIMIT {MAX_ERRORS}")
+    rows = await raw.fetch(query.sql, *query.args({"tenant_id": tenant}))
     return [f"line {r['line']}, column {r['col']}: {r['message']}" for r in rows]
 
 
@@ -308,16 +311,13 @@ async def load_csv(conn: AsyncConnection, tenant_slug: str, files: dict[str, Pat
         raise ImportRejected("\n".join(problems))
     report = ImportReport(tenant=tenant_slug)
     for table in tables:
-        created, updated, staged = await raw.fetchrow(table.merge(), tenant)
+        merge = Statement(table.merge())
+        created, updated, staged = await raw.fetchrow(merge.sql, *merge.args({"tenant_id": tenant}))
         report.tables[table.name] = Counts(created=created, updated=updated, unchanged=staged - created - updated)
         if created or updated:  # the next table's merge joins this one: plan it with what is there now
             await raw.execute(f"ANALYZE {table.name}")
     if "statements" in files:
-        touched = await raw.fetch(
-            "SELECT DISTINCT a.id FROM stage_statements s "
-            "JOIN accounts a ON a.tenant_id = $1 AND a.ref = s.account_ref",
-            tenant,
-        )
+        touched = await raw.fetch(_TOUCHED.sql, *_TOUCHED.args({"tenant_id": tenant}))
         await check_no_overlap(conn, [r["id"] for r in touched])
     await conn.execute(text("ANALYZE customers, accounts, statements, transactions, statement_summaries"))
     return report

@@ -11,7 +11,9 @@ import asyncpg
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.data.audit import insert_answer, json_parameter
 from app.data.database import driver_of
+from app.data.sql import Statement
 from app.domain.records import AccountHistory
 from app.domain.vocabulary import Channel, Intent, Locale
 from app.errors import UnreadableData
@@ -22,20 +24,20 @@ from app.errors import UnreadableData
 # triggers, migration 0011), the largest lines of the merchants or fees the question names that those
 # leave out, and the payments after its close up to as_of.
 # Cast to text: the driver would decode JSON numbers to floats; msgspec decodes them to Decimal.
-# $1 tenant, $2 account ref, $3 the statement's period end (NULL: the latest), $4 as of.
+# :period_end is the statement's (NULL: the latest).
 _CTES = """
 acct AS (
     SELECT a.id, a.ref, a.currency, a.opening_balance, c.ref AS customer_ref, c.locale
     FROM accounts a
     JOIN customers c ON c.tenant_id = a.tenant_id AND c.id = a.customer_id
-    WHERE a.tenant_id = $1 AND a.ref = $2
+    WHERE a.tenant_id = :tenant_id AND a.ref = :account_ref
 ),
 stmts AS (
     SELECT s.id, s.period_start, s.period_end, s.due_date, s.minimum_due, s.data_version, ss.net
     FROM statements s
     JOIN acct ON s.account_id = acct.id
     JOIN statement_summaries ss ON ss.statement_id = s.id
-    WHERE s.tenant_id = $1 AND s.period_end <= COALESCE(CAST($3 AS date), 'infinity')
+    WHERE s.tenant_id = :tenant_id AND s.period_end <= COALESCE(CAST(:period_end AS date), 'infinity')
 ),
 last_two AS (
     SELECT ss.totals, ss.lines, stmts.period_start, stmts.period_end,
@@ -44,9 +46,9 @@ last_two AS (
     ORDER BY stmts.period_end DESC
     LIMIT 2
 )"""
-# {question}: the parameter holding the question, lowercased as `mentioned` searches it. The named
-# lines are looked for only when the question names one of the statement's labels (a CASE evaluates
-# its subquery only when reached).
+# :question_lower: the question, lowercased as `mentioned` searches it. The named lines are looked
+# for only when the question names one of the statement's labels (a CASE evaluates its subquery only
+# when reached).
 _HISTORY = """
 json_build_object(
     'account_id', acct.id,
@@ -60,16 +62,16 @@ json_build_object(
     'previous_totals', COALESCE((SELECT totals FROM last_two WHERE n = 2), '[]'),
     'lines', COALESCE((SELECT last_two.lines || CASE WHEN EXISTS (
         SELECT FROM jsonb_array_elements(last_two.totals) l
-        WHERE char_length(l ->> 'label') >= 2 AND strpos({question}, lower(l ->> 'label')) > 0
+        WHERE char_length(l ->> 'label') >= 2 AND strpos(:question_lower, lower(l ->> 'label')) > 0
     ) THEN COALESCE((
         SELECT jsonb_agg(jsonb_build_object('id', t.id, 'posted_on', t.posted_on, 'kind', t.kind, 'amount', t.amount,
                                             'merchant', t.merchant, 'description', t.description)
                          ORDER BY abs(t.amount) DESC, t.posted_on, t.id)
         FROM (SELECT t.* FROM transactions t
-              WHERE t.tenant_id = $1 AND t.account_id = acct.id AND t.kind <> 'payment'
+              WHERE t.tenant_id = :tenant_id AND t.account_id = acct.id AND t.kind <> 'payment'
                 AND t.posted_on BETWEEN last_two.period_start AND last_two.period_end
                 AND char_length(line_label(t.kind, t.merchant, t.description)) >= 2
-                AND strpos({question}, lower(line_label(t.kind, t.merchant, t.description))) > 0
+                AND strpos(:question_lower, lower(line_label(t.kind, t.merchant, t.description))) > 0
                 AND t.id NOT IN (SELECT CAST(x ->> 'id' AS bigint) FROM jsonb_array_elements(last_two.lines) x)
               ORDER BY abs(t.amount) DESC, t.posted_on, t.id
               LIMIT 12) t
@@ -78,13 +80,13 @@ json_build_object(
                                             'merchant', t.merchant, 'description', t.description)
                          ORDER BY t.posted_on, t.id)
         FROM transactions t
-        WHERE t.tenant_id = $1 AND t.account_id = acct.id AND t.kind = 'payment'
-          AND t.posted_on > last_two.period_end AND t.posted_on <= CAST($4 AS date)
+        WHERE t.tenant_id = :tenant_id AND t.account_id = acct.id AND t.kind = 'payment'
+          AND t.posted_on > last_two.period_end AND t.posted_on <= CAST(:as_of AS date)
     ), '[]') FROM last_two WHERE n = 1), '[]')
 )::text"""
-_HISTORY_SQL = f"WITH {_CTES}\nSELECT {_HISTORY.format(question='$5')}\nFROM acct"
+_HISTORY_SQL = Statement(f"WITH {_CTES}\nSELECT {_HISTORY}\nFROM acct")
 
-# With a Lookup ($5–$15 in its field order, $16 its question lowercased as `classify` searches it):
+# With a Lookup (its fields by name, :question_lower its question lowercased as `classify` searches it):
 # first the answer cached under the whole key (app/answers/cache.py) for the statement asked about
 # — the latest, or exactly the one named — at its data version, of the chat widget's customer when
 # one asks, unless the question names one of the statement's labels where that makes it a charge
@@ -92,7 +94,27 @@ _HISTORY_SQL = f"WITH {_CTES}\nSELECT {_HISTORY.format(question='$5')}\nFROM acc
 # synchronously, as it ends): the row repeats the cached answer with its source and this request's
 # timings; the history, which the hit does not need, is then not read (a CASE evaluates its
 # subqueries only when reached).
-_HISTORY_OR_HIT_SQL = f"""
+_SERVED = insert_answer(
+    {
+        "id": ":audit_id",
+        "tenant_id": ":tenant_id",
+        "account_id": "hit.account_id",
+        "statement_id": "hit.statement_id",
+        "channel": ":channel",
+        "question": ":question",
+        "locale": "hit.locale",
+        "answer": f"hit.answer || jsonb_build_object('source', 'cache', 'timings_ms', {json_parameter('timings')})",
+        "source": "'cache'",
+        "intent": ":intent",
+        "prompt_version": ":prompt_version",
+        "model": "hit.answer ->> 'model'",
+        "usage": "NULLIF(hit.answer -> 'usage', 'null')",
+        "fallback_reason": "NULL",
+        "timings": json_parameter("timings"),
+        "stage_starts": json_parameter("stage_starts"),
+    }
+)
+_HISTORY_OR_HIT_SQL = Statement(f"""
 WITH {_CTES},
 hit AS (
     SELECT acct.id AS account_id, s.id AS statement_id, c.locale, c.answer
@@ -100,33 +122,29 @@ hit AS (
     CROSS JOIN LATERAL (
         SELECT s.id, s.period_end, s.data_version
         FROM statements s
-        WHERE s.tenant_id = $1 AND s.account_id = acct.id
-          AND s.period_end <= COALESCE(CAST($3 AS date), 'infinity')
+        WHERE s.tenant_id = :tenant_id AND s.account_id = acct.id
+          AND s.period_end <= COALESCE(CAST(:period_end AS date), 'infinity')
         ORDER BY s.period_end DESC
         LIMIT 1
     ) s
     JOIN answer_cache c
-      ON c.tenant_id = $1 AND c.statement_id = s.id AND c.data_version = s.data_version
-     AND c.intent = $5 AND c.locale = COALESCE(CAST($6 AS text), acct.locale) AND c.prompt_version = $7
-     AND c.engine_profile = $8 AND c.as_of = CAST($4 AS date)
-    WHERE (CAST($9 AS text) IS NULL OR acct.customer_ref = $9)
-      AND (CAST($3 AS date) IS NULL OR s.period_end = $3)
-      AND NOT ($10 AND EXISTS (SELECT FROM unnest(c.labels) AS label WHERE strpos($16, label) > 0))
+      ON c.tenant_id = :tenant_id AND c.statement_id = s.id AND c.data_version = s.data_version
+     AND c.intent = :intent AND c.locale = COALESCE(CAST(:locale AS text), acct.locale)
+     AND c.prompt_version = :prompt_version AND c.engine_profile = :engine_profile AND c.as_of = CAST(:as_of AS date)
+    WHERE (CAST(:customer_ref AS text) IS NULL OR acct.customer_ref = :customer_ref)
+      AND (CAST(:period_end AS date) IS NULL OR s.period_end = :period_end)
+      AND NOT (:labels_matter
+               AND EXISTS (SELECT FROM unnest(c.labels) AS label WHERE strpos(:question_lower, label) > 0))
 ),
 served AS (
-    INSERT INTO answers (id, tenant_id, account_id, statement_id, channel, question, locale, answer, source,
-                         intent, prompt_version, model, usage, fallback_reason, timings, stage_starts)
-    SELECT $12, $1, hit.account_id, hit.statement_id, $13, $11, hit.locale,
-           hit.answer || jsonb_build_object('source', 'cache', 'timings_ms', CAST(CAST($14 AS text) AS jsonb)),
-           'cache', $5, $7, hit.answer ->> 'model', NULLIF(hit.answer -> 'usage', 'null'), NULL,
-           CAST(CAST($14 AS text) AS jsonb), CAST(CAST($15 AS text) AS jsonb)
+    {_SERVED}
     FROM hit
     RETURNING answer
 )
-SELECT CASE WHEN EXISTS (SELECT FROM served) THEN NULL ELSE {_HISTORY.format(question="$16")} END,
+SELECT CASE WHEN EXISTS (SELECT FROM served) THEN NULL ELSE {_HISTORY} END,
        (SELECT CAST(answer AS text) FROM served)
 FROM acct
-"""
+""")
 
 _decoder = msgspec.json.Decoder(AccountHistory)
 
@@ -166,18 +184,18 @@ async def load_records(
     lookup: Lookup | None = None,
 ) -> Records | None:
     """In one round trip. None when the tenant has no such account."""
+    where = {
+        "tenant_id": tenant_id,
+        "account_ref": account_ref,
+        "period_end": period_end,
+        "as_of": as_of,
+        "question_lower": (lookup.question if lookup else question).lower(),
+    }
     if lookup is None:
-        row = await conn.fetchrow(_HISTORY_SQL, tenant_id, account_ref, period_end, as_of, question.lower())
+        row = await conn.fetchrow(_HISTORY_SQL.sql, *_HISTORY_SQL.args(where))
     else:
-        row = await conn.fetchrow(
-            _HISTORY_OR_HIT_SQL,
-            tenant_id,
-            account_ref,
-            period_end,
-            as_of,
-            *msgspec.structs.astuple(lookup),
-            lookup.question.lower(),
-        )
+        values = msgspec.structs.asdict(lookup) | where
+        row = await conn.fetchrow(_HISTORY_OR_HIT_SQL.sql, *_HISTORY_OR_HIT_SQL.args(values))
     if row is None:
         return None
     if lookup is not None and row[1] is not None:
