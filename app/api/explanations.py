@@ -10,9 +10,9 @@ from litestar.params import JSONBody
 
 from app.answers.messages import Ask
 from app.answers.schemas import ExplanationRequest, ExplanationResponse
-from app.answers.service import AnswerService
 from app.api.auth import provide_principal
 from app.api.body import json_body
+from app.api.deps import answer_service
 from app.api.disconnect import until_disconnect
 from app.api.openapi import EXPLANATION_ROUTE
 from app.api.overload import classify
@@ -38,7 +38,7 @@ class ExplanationController(Controller):
         data: JSONBody[ExplanationRequest],
         principal: NamedDependency[Principal],
     ) -> ExplanationResponse:
-        answers: AnswerService = request.app.state.answers  # not a dependency: see app/api/auth.py `shared`
+        answers = answer_service(request)
         classify(request.scope, principal.priority_class, data.channel)
         watch = stopwatch(request.scope)
         ask = Ask(principal=principal, request=data, channel=data.channel, today=date.today(), stopwatch=watch)

@@ -4,15 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Response, get
-from litestar.di import NamedDependency
+from litestar import Request, Response, get
 from litestar.status_codes import HTTP_503_SERVICE_UNAVAILABLE
 from sqlalchemy import text
 
-from app.answers.service import AnswerService
+from app.api.deps import answer_service
 from app.api.openapi import READY_ROUTE
-from app.data.database import autocommit
+from app.data.database import READ_ONLY_MESSAGE, autocommit
 from app.errors import DatabaseUnavailable
+
+_READ_ONLY = text("SELECT current_setting('transaction_read_only')")
+
+
+def _unready(database: str, exc: DatabaseUnavailable) -> Response[dict[str, Any]]:
+    return Response(
+        {"status": "unavailable", "database": database, "message": str(exc)},
+        status_code=HTTP_503_SERVICE_UNAVAILABLE,
+        headers={"Retry-After": str(exc.retry_after_s)},
+    )
 
 
 @get("/health", sync_to_thread=False)
@@ -22,19 +31,20 @@ def health() -> dict[str, str]:
 
 
 @get("/ready", **READY_ROUTE)
-async def ready(answers: NamedDependency[AnswerService]) -> Response[dict[str, Any]]:
+async def ready(request: Request) -> Response[dict[str, Any]]:  # type: ignore[type-arg]
     """The process can reach its database and its engine. Without the engine it still answers
     (deterministically), so that is reported but does not make the service unready."""
+    answers = answer_service(request)
     body: dict[str, Any] = {"status": "ready", "database": "ok"}
     try:
         async with autocommit(answers.db) as conn:
-            await conn.execute(text("SELECT 1"))
+            # "on" on a standby after a failover (or a database set read-only): no answer could be
+            # audited, so no request could be answered.
+            read_only = (await conn.execute(_READ_ONLY)).scalar_one() == "on"
     except DatabaseUnavailable as exc:  # anything else is a bug: a 500, like on every route
-        return Response(
-            {"status": "unavailable", "database": "unavailable", "message": str(exc)},
-            status_code=HTTP_503_SERVICE_UNAVAILABLE,
-            headers={"Retry-After": str(exc.retry_after_s)},
-        )
+        return _unready("unavailable", exc)
+    if read_only:
+        return _unready("read_only", DatabaseUnavailable(READ_ONLY_MESSAGE))
     llm = answers.llm
     body["engine"] = "off" if llm is None else ("ok" if await llm.health() else "unavailable")
     return Response(body)

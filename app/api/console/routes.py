@@ -23,7 +23,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.answers.messages import Ask, ChatEvent, final_answer
 from app.answers.schemas import ExplanationRequest
-from app.answers.service import AnswerService
 from app.api.body import refuse_control_characters
 from app.api.console.forms import CSRF_REFUSED, field, form_csrf_matches, provide_form, question_request
 from app.api.console.pages import EXCEPTION_HANDLERS, SECURITY_HEADERS, account_page, console_page, sign_in_page
@@ -37,6 +36,7 @@ from app.api.console.session import (
     session_cookie,
 )
 from app.api.console.views import LOCALES, answer_view
+from app.api.deps import answer_service
 from app.api.disconnect import until_disconnect
 from app.api.event_stream import event_stream
 from app.api.overload import classify
@@ -66,11 +66,11 @@ async def _conversation(
     request: Request,  # type: ignore[type-arg]
     agent: ConsoleSession,
     form: FormMultiDict,
-    answers: AnswerService,
     data: ExplanationRequest,
 ) -> tuple[AsyncIterator[ChatEvent], uuid.UUID]:
     """The question asked at console priority, and the id its audit row will have (the answer page
     links to the row: a cache hit answers with the original answer's id)."""
+    answers = answer_service(request)
     principal = await answers.tenant(agent.identity.tenant_id)
     assert principal is not None  # a live session's agent belongs to an existing tenant
     classify(request.scope, principal.priority_class, "console")
@@ -177,7 +177,6 @@ class ConsoleController(Controller):
         request: Request,  # type: ignore[type-arg]
         agent: NamedDependency[ConsoleSession],
         form: NamedDependency[FormMultiDict],
-        answers: NamedDependency[AnswerService],
         account_ref: FromPath[str],
     ) -> Response[Any]:
         """Ask (or, with `regenerate`, ask the model again past the answer cache); then show the
@@ -187,7 +186,7 @@ class ConsoleController(Controller):
             data = question_request(form, account_ref)
         except msgspec.ValidationError as exc:
             return await account_page(
-                answers.db,
+                answer_service(request).db,
                 agent,
                 account_ref,
                 question=field(form, "question"),
@@ -195,7 +194,7 @@ class ConsoleController(Controller):
                 error=f"The question was not asked: {exc}.",
                 status=400,
             )
-        events, audit_id = await _conversation(request, agent, form, answers, data)
+        events, audit_id = await _conversation(request, agent, form, data)
         answer = await until_disconnect(request, final_answer(events))
         request_state(request.scope).setdefault("log_extra", {}).update(intent=answer.intent, source=answer.source)
         return Redirect(f"{PATH}/answers/{audit_id}", status_code=303)
@@ -206,7 +205,6 @@ class ConsoleController(Controller):
         request: Request,  # type: ignore[type-arg]
         agent: NamedDependency[ConsoleSession],
         form: NamedDependency[FormMultiDict],
-        answers: NamedDependency[AnswerService],
         account_ref: FromPath[str],
     ) -> ServerSentEvent:
         """The same, as Server-Sent Events (app/api/event_stream.py): the text as the model writes it,
@@ -216,7 +214,7 @@ class ConsoleController(Controller):
             data = question_request(form, account_ref)
         except msgspec.ValidationError as exc:
             raise ValidationException(f"The question was not asked: {exc}.") from exc
-        events, audit_id = await _conversation(request, agent, form, answers, data)
+        events, audit_id = await _conversation(request, agent, form, data)
         page = msgspec.json.encode({"url": f"{PATH}/answers/{audit_id}"}).decode()
         return await event_stream(
             request, events, headers=SECURITY_HEADERS, tail=[ServerSentEventMessage(page, event="answer_page")]
