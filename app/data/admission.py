@@ -23,7 +23,7 @@ from typing import Any, cast
 import asyncpg
 import structlog
 
-from app.data.database import asyncpg_dsn
+from app.data.database import CONNECT_TIMEOUT_S, POOL_TIMEOUT_S, asyncpg_dsn, unavailable
 from app.domain.priority import TenantLimits, Verdict
 from app.errors import DatabaseUnavailable
 
@@ -34,7 +34,6 @@ _ENTER = "SELECT verdict, retry_after_s FROM admission_enter($1, $2, $3, $4, $5,
 _LEAVE = "DELETE FROM admission_lease WHERE id = $1"
 _RENEW = "UPDATE admission_lease SET expires_at = clock_timestamp() + make_interval(secs => $2) WHERE id = ANY($1)"
 _EXPIRE = "DELETE FROM admission_lease WHERE expires_at < clock_timestamp()"
-_UNAVAILABLE = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, TimeoutError)
 
 
 class PostgresLedger:
@@ -51,7 +50,11 @@ class PostgresLedger:
 
     async def open(self) -> None:
         self._pool = await asyncpg.create_pool(
-            self._dsn, min_size=1, max_size=self._pool_size, server_settings={"application_name": "admission"}
+            self._dsn,
+            min_size=1,
+            max_size=self._pool_size,
+            timeout=CONNECT_TIMEOUT_S,  # a slow connect fails like the other pools', not after 60 s
+            server_settings={"application_name": "admission"},
         )
         self._renewer = asyncio.create_task(self._renew_forever())
 
@@ -62,8 +65,8 @@ class PostgresLedger:
                 await self._renewer
         if self._pool is not None:
             # A clean exit gives back what it still holds (normally nothing: requests have drained).
-            with contextlib.suppress(*_UNAVAILABLE):
-                await self._pool.execute("DELETE FROM admission_lease WHERE replica = $1", self.replica)
+            with contextlib.suppress(DatabaseUnavailable):
+                await self._execute("DELETE FROM admission_lease WHERE replica = $1", self.replica)
             await self._pool.close()
 
     async def enter(
@@ -85,19 +88,32 @@ class PostgresLedger:
 
     async def _fetchrow(self, query: str, *args: object) -> Any:
         assert self._pool is not None, "the ledger is not open"
+        try:  # connects when no idle connection is left: refused, too many clients, closed to new ones
+            conn = await self._pool.acquire(timeout=POOL_TIMEOUT_S)
+        except Exception as exc:
+            if (down := unavailable(exc, connecting=True)) is not None:
+                raise down from exc
+            raise
         try:
-            return await self._pool.fetchrow(query, *args)
-        except _UNAVAILABLE as exc:
-            raise DatabaseUnavailable("the admission ledger is unavailable; try again shortly") from exc
+            return await conn.fetchrow(query, *args)
+        except Exception as exc:
+            if (down := unavailable(exc, connecting=False)) is not None:
+                raise down from exc
+            raise
+        finally:
+            await self._pool.release(conn)
+
+    async def _execute(self, query: str, *args: object) -> None:
+        await self._fetchrow(query, *args)
 
     async def _renew_forever(self) -> None:
         assert self._pool is not None
         while True:
             await asyncio.sleep(self.lease_ttl_s / 3)
             try:
-                await self._pool.execute(_RENEW, list(self._held), self.lease_ttl_s)
-                await self._pool.execute(_EXPIRE)
-            except _UNAVAILABLE:
+                await self._execute(_RENEW, list(self._held), self.lease_ttl_s)
+                await self._execute(_EXPIRE)
+            except DatabaseUnavailable:
                 # If this goes on, this replica's leases lapse and its running requests stop
                 # counting: the fleet may briefly admit more than its caps, never strand capacity.
                 structlog.get_logger("bill_assistant").warning("admission: could not renew leases")

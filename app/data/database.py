@@ -123,37 +123,61 @@ def migrate(url: str, revision: str = "head") -> None:
     command.upgrade(alembic_config(url), revision)
 
 
-# Raised by asyncpg when the server ends or refuses the session, not the statement.
-_GONE = (
-    asyncpg.exceptions.ConnectionDoesNotExistError,
-    asyncpg.exceptions.CannotConnectNowError,
-    asyncpg.exceptions.AdminShutdownError,
-    asyncpg.exceptions.CrashShutdownError,
-    asyncpg.exceptions.TooManyConnectionsError,
-)
 UNAVAILABLE_MESSAGE = "the database is unavailable; try again shortly"
+READ_ONLY_MESSAGE = "the database takes no writes just now (a failover may be under way); try again shortly"
+# SQLSTATEs that blame the server, not the statement: connection exceptions (08), insufficient
+# resources (53: too many clients, out of memory or disk), operator intervention (57P01-57P03:
+# shutdown, crash, not accepting connections yet), and a database closed to new connections
+# (55000: ALLOW_CONNECTIONS false, what a maintenance window or a failover does).
+_SERVER_CLASSES = ("08", "53")
+_SERVER_STATES = frozenset({"57P01", "57P02", "57P03", "55000"})
+READ_ONLY_STATE = "25006"  # read_only_sql_transaction: a standby after a failover takes no writes
 
 
-def _checkout_failed(exc: BaseException) -> bool:
-    """Getting a connection failed: refused, unreachable, timed out, no free connection in the pool,
-    or the server said no (not accepting connections, too many, starting up, shutting down)."""
-    return isinstance(exc, (sqlalchemy.exc.DBAPIError, sqlalchemy.exc.TimeoutError, OSError, TimeoutError))
+def _server_said_no(exc: BaseException) -> bool:
+    if isinstance(exc, (asyncpg.ConnectionDoesNotExistError, asyncpg.InternalClientError)):
+        return True  # the socket closed under the statement; or the protocol state broke with it
+    state = getattr(exc, "sqlstate", None) if isinstance(exc, asyncpg.PostgresError) else None
+    return state is not None and (state[:2] in _SERVER_CLASSES or state in _SERVER_STATES)
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """The error and what caused it: SQLAlchemy's wrapped driver error, then each `__cause__`."""
+    chain: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and len(chain) < 8:
+        chain.append(cause)
+        cause = cause.orig if isinstance(cause, sqlalchemy.exc.DBAPIError) else cause.__cause__
+    return chain
 
 
 def connection_lost(exc: BaseException) -> bool:
     """A statement failed because its connection is gone, not because of the statement: a bad
     query, a constraint or a bug stays what it is (a 500, a 409, ...). Through SQLAlchemy or
-    straight from asyncpg (app/data/driver_pool.py)."""
-    cause: BaseException | None = exc
-    if isinstance(exc, sqlalchemy.exc.DBAPIError):
-        if exc.connection_invalidated:
-            return True
-        cause = exc.orig
-    while cause is not None:
-        if isinstance(cause, _GONE):
-            return True
-        cause = cause.__cause__
-    return False
+    straight from asyncpg (app/data/driver_pool.py, app/data/admission.py)."""
+    if isinstance(exc, sqlalchemy.exc.DBAPIError) and exc.connection_invalidated:
+        return True
+    return any(_server_said_no(cause) for cause in _causes(exc))
+
+
+def unavailable(exc: BaseException, *, connecting: bool) -> DatabaseUnavailable | None:
+    """What to answer (503) for `exc`, or None when it is the statement's own error. `connecting`:
+    it was raised while getting a connection, so any driver error, refusal or timeout counts."""
+    causes = _causes(exc)
+    if any(getattr(cause, "sqlstate", None) == READ_ONLY_STATE for cause in causes):
+        return DatabaseUnavailable(READ_ONLY_MESSAGE)
+    lost = connection_lost(exc) or any(isinstance(cause, (OSError, TimeoutError)) for cause in causes)
+    if lost or (connecting and _checkout_failed(exc)):
+        return DatabaseUnavailable(UNAVAILABLE_MESSAGE)
+    return None
+
+
+def _checkout_failed(exc: BaseException) -> bool:
+    """Getting a connection failed: refused, unreachable, timed out, no free connection in the pool,
+    or the server said no (not accepting connections, too many, starting up, shutting down)."""
+    return isinstance(
+        exc, (sqlalchemy.exc.DBAPIError, sqlalchemy.exc.TimeoutError, asyncpg.PostgresError, OSError, TimeoutError)
+    )
 
 
 @asynccontextmanager
@@ -170,8 +194,8 @@ async def connection(engine: AsyncEngine, *, transaction: bool = False) -> Async
             async with conn.begin():
                 yield conn
     except Exception as exc:
-        if connection_lost(exc) or (not checked_out and _checkout_failed(exc)):
-            raise DatabaseUnavailable(UNAVAILABLE_MESSAGE) from exc
+        if (down := unavailable(exc, connecting=not checked_out)) is not None:
+            raise down from exc
         raise
 
 

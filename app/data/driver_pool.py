@@ -28,6 +28,7 @@ from app.data.database import (
     UNAVAILABLE_MESSAGE,
     asyncpg_dsn,
     connection_lost,
+    unavailable,
 )
 from app.errors import DatabaseUnavailable
 
@@ -64,6 +65,8 @@ class DriverPool:
             if connection_lost(exc) or conn.is_closed():
                 raise DatabaseUnavailable(UNAVAILABLE_MESSAGE) from exc
             reusable = True  # the statement's own error: the connection is as good as before
+            if (down := unavailable(exc, connecting=False)) is not None:
+                raise down from exc  # a write refused by a read-only standby
             raise
         finally:
             if reusable and not self._closed and not conn.is_closed() and not conn.is_in_transaction():

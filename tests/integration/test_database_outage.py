@@ -21,14 +21,16 @@ from sqlalchemy.exc import ProgrammingError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from app.api.app import create_app
-from app.data import database, driver_pool
+from app.data import admission, database, driver_pool
 from app.data.agents import create_agent
-from app.data.database import autocommit, create_engine, migrate
+from app.data.database import READ_ONLY_MESSAGE, autocommit, create_engine, migrate
 from app.data.driver_pool import DriverPool
 from app.data.tenants import create_tenant, issue_api_key
+from app.domain.priority import TenantLimits
 from app.errors import DatabaseUnavailable
 from app.settings import Settings
 from tests.conftest import _admin_url
+from tests.db_proxy import DatabaseProxy
 from tests.factories import account, customer, document, import_document
 
 PASSWORD = "correct horse battery staple"
@@ -407,3 +409,122 @@ async def test_the_driver_pool_closes_a_connection_whose_statement_was_interrupt
         assert await _driver_pid(pool) != first
     finally:
         await pool.close()
+
+
+# -- every way the database can be out of reach, on the replicas' setup ----------------------------
+
+READ_ONLY = {"status": 503, "error": "database_unavailable", "message": READ_ONLY_MESSAGE}
+BREAKS = ("refused", "slow_connect", "too_many_clients", "not_accepting_connections", "read_only")
+
+
+def _proxy_for(url: str) -> DatabaseProxy:
+    parsed = make_url(url)
+    socket_dir = parsed.query.get("host")
+    if isinstance(socket_dir, str) and socket_dir.startswith("/"):  # the embedded Postgres
+        return DatabaseProxy(f"{socket_dir}/.s.PGSQL.{parsed.port or 5432}")
+    return DatabaseProxy((parsed.host or "127.0.0.1", parsed.port or 5432))
+
+
+async def _break(outage: Outage, proxy: DatabaseProxy, how: str) -> None:
+    if how == "refused":
+        proxy.set("refuse")
+    elif how == "slow_connect":
+        proxy.set("hang")
+    elif how == "too_many_clients":
+        proxy.set("too_many")
+    elif how == "not_accepting_connections":
+        await outage.refuse_connections()
+    else:  # a standby after a failover: reads answer, writes fail
+        await _admin(f'ALTER DATABASE "{outage.name}" SET default_transaction_read_only = on')
+        await outage.refuse_connections()
+        await outage.accept_connections()
+
+
+async def _mend(outage: Outage, proxy: DatabaseProxy) -> None:
+    proxy.set("forward")
+    await outage.accept_connections()
+    await _admin(f'ALTER DATABASE "{outage.name}" RESET default_transaction_read_only')
+    await outage.refuse_connections()  # the read-only sessions go: the pools reconnect
+    await outage.accept_connections()
+
+
+async def _every_route(client: Client, key: str, token: str, job_id: str) -> dict[str, httpx.Response]:
+    return {
+        **await _requests(client, key, token, job_id),
+        "session": await client.post("/v1/sessions", json={"customer_ref": "C-1001"}, headers=_auth(key)),
+        "accounts": await client.get("/v1/chat/accounts", headers=_auth(token)),
+    }
+
+
+UP = {
+    "explanation": 200, "chat": 200, "job": 200, "batch": 202, "console": 200, "ready": 200, "session": 201,
+    "accounts": 200,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("how", BREAKS)
+async def test_every_way_the_database_can_be_out_of_reach_is_503_on_every_route_and_recovers(
+    outage: Outage, fake_sglang: Any, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """As a replica of the default multi-worker server runs (shared admission, the SGLang engine):
+    every route 503 `database_unavailable` with Retry-After, never a 500; a standby answers what only
+    reads and refuses what writes, saying so; then everything answers again without a restart."""
+    for module in (database, driver_pool, admission):  # a slow connect gives up in 0.5 s, not 5 s
+        monkeypatch.setattr(module, "CONNECT_TIMEOUT_S", 0.5)
+    proxy = _proxy_for(outage.url)
+    url = make_url(outage.url).set(host="127.0.0.1", port=proxy.port, query={}).render_as_string(hide_password=False)
+    env = {"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "ADMISSION": "shared", "API_KEY_CACHE_TTL": "0"}
+    try:
+        async with AsyncTestClient(app=create_app(_settings(**env), url)) as client:
+            token = await client.post("/v1/sessions", json={"customer_ref": "C-1001"}, headers=_auth(outage.key))
+            job = await client.post("/v1/explanations:batch", json={"items": [ASK]}, headers=_auth(outage.key))
+            await _sign_in(client, outage.slug)
+            args = (client, outage.key, token.json()["token"], job.json()["job_id"])
+            assert {name: r.status_code for name, r in (await _every_route(*args)).items()} == UP
+
+            await _break(outage, proxy, how)
+            down = await _every_route(*args)
+            if how == "read_only":
+                writes = {"explanation", "chat", "batch"}  # each answer leaves an audit row
+                assert {name: down[name].status_code for name in UP if name not in writes | {"ready"}} == {
+                    name: UP[name] for name in UP if name not in writes | {"ready"}
+                }
+                assert down["ready"].json() == {
+                    "status": "unavailable",
+                    "database": "read_only",
+                    "message": READ_ONLY_MESSAGE,
+                }
+            else:
+                writes = {"explanation", "chat", "batch", "job", "session", "accounts"}
+                assert down["ready"].json()["database"] == "unavailable"
+            expected = READ_ONLY if how == "read_only" else DOWN
+            for name in sorted(writes):
+                assert (name, down[name].status_code, down[name].json()) == (name, 503, expected)
+                assert down[name].headers["retry-after"] == "5", name
+            assert (down["ready"].status_code, down["ready"].headers["retry-after"]) == (503, "5")
+            if how != "read_only":
+                assert (down["console"].status_code, down["console"].headers["retry-after"]) == (503, "5")
+
+            await _mend(outage, proxy)
+            assert {name: r.status_code for name, r in (await _every_route(*args)).items()} == UP
+    finally:
+        await _mend(outage, proxy)
+        proxy.close()
+
+
+async def test_the_admission_ledger_calls_a_database_closed_to_new_connections_unavailable(outage: Outage) -> None:
+    """What the default multi-worker server answered 500 for: Postgres's `55000` from the ledger's pool."""
+    ledger = admission.PostgresLedger(outage.url, pool_size=1)
+    await ledger.open()
+    try:
+        await outage.refuse_connections()
+        with pytest.raises(DatabaseUnavailable):
+            await ledger.enter("bank", TenantLimits(), take_token=True, want_slot=True, slots=1, lease="l-1")
+        await outage.accept_connections()
+        assert await ledger.enter("bank", TenantLimits(), take_token=True, want_slot=True, slots=1, lease="l-2") == (
+            "granted",
+            0.0,
+        )
+        await ledger.leave("l-2")
+    finally:
+        await ledger.close()
