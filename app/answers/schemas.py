@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Annotated, Literal
@@ -13,28 +12,43 @@ from app.domain.facts import Driver, PaymentStatus
 from app.domain.plan import AnyClaim
 from app.domain.vocabulary import Intent, Locale, Source
 
-# Any C0/C1 control character except tab and newline, which a multi-line question may hold.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
 # A customer's or an account's ref: no control character at all (Postgres cannot even hold NUL in
-# text). Anchored with \A and \Z: `$` would also match before a final newline.
-REF_PATTERN = r"\A[^\x00-\x1f\x7f-\x9f]+\Z"
+# text). In the OpenAPI document too, so ECMA-262 as well as Python's re: not \A or \Z, which ECMA
+# lacks; and `$(?!\n)`, since Python's `$` alone also matches before a final newline.
+REF_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]+$(?!\n)"
 Ref = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=REF_PATTERN)]
+
+# A question: not blank (something besides the whitespace str.strip() takes away), and no C0/C1
+# control character but tab and newline, which a multi-line question may hold. One definition for
+# the validator (msgspec: Python's re.search) and the OpenAPI document (ECMA-262): `^`, `$` and these
+# classes mean the same in both (Python's `$` also matches before a final newline, which is allowed
+# anyway). Leading blanks are a class of their own, apart from the first other character: no backtracking.
+_BLANKS = r"\t\n \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+_VISIBLE = r"[^\x00-\x20\x7f-\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+QUESTION_PATTERN = rf"^[{_BLANKS}]*{_VISIBLE}[^\x00-\x08\x0b-\x1f\x7f-\x9f]*$"
+Question = Annotated[str, msgspec.Meta(min_length=1, max_length=1000, pattern=QUESTION_PATTERN)]
+
+# What a refused pattern means, for error messages (msgspec's own name the regex).
+_PATTERN_WORDS = {
+    REF_PATTERN: "without control characters",
+    QUESTION_PATTERN: "not blank, without control characters but tab and newline",
+}
+
+
+def in_words(message: str) -> str:
+    """A validation message with each pattern above said in words."""
+    for pattern, words in _PATTERN_WORDS.items():
+        message = message.replace(f"matching regex {pattern!r}", words)
+    return message
 
 
 class ChatRequest(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     """A question about one account's latest statement (the chat widget asks only this)."""
 
     account_ref: Ref
-    question: Annotated[str, msgspec.Meta(min_length=1, max_length=1000)]
+    question: Question
     as_of: date | None = None
     locale: Locale | None = None
-
-    def __post_init__(self) -> None:
-        if _CONTROL.search(self.question):
-            raise ValueError("question must not contain control characters")
-        if not self.question.strip():
-            raise ValueError("question must not be blank")
 
 
 class ExplanationRequest(ChatRequest, forbid_unknown_fields=True, frozen=True):
@@ -92,7 +106,7 @@ class ExplanationResponse(msgspec.Struct, frozen=True, omit_defaults=True, kw_on
 
 class BatchItem(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     account_ref: Ref
-    question: Annotated[str, msgspec.Meta(min_length=1, max_length=1000)] | None = None  # default: the bill change
+    question: Question | None = None  # default: the bill change
     statement_period_end: date | None = None
     as_of: date | None = None
     locale: Locale | None = None

@@ -16,7 +16,7 @@ from litestar.status_codes import (
     HTTP_503_SERVICE_UNAVAILABLE,
 )
 
-from app.answers.schemas import REF_PATTERN
+from app.answers.schemas import in_words
 from app.api.body import MAX_BODY_BYTES
 from app.api.disconnect import ClientGone
 from app.errors import DatabaseUnavailable, NotFound, Shed, UnreadableData
@@ -53,7 +53,7 @@ def http_error(request: Request, exc: HTTPException) -> Response[Any]:  # type: 
         key = first.get("key") if isinstance(first, dict) else None
         text = first.get("message") if isinstance(first, dict) else str(first)
         message = f"{key}: {text}" if key else str(text)
-        message = message.replace(f"matching regex {REF_PATTERN!r}", "without control characters")
+        message = in_words(message)
     elif exc.status_code == 413:
         message = f"the request body is larger than {MAX_BODY_BYTES} bytes"
     return Response(_body(exc.status_code, message, details), status_code=exc.status_code, headers=exc.headers)

@@ -6,7 +6,9 @@ service by schemathesis, tests/integration/test_openapi_contract.py):
   `WWW-Authenticate` challenge, 429 and 503 with `Retry-After`;
 - the bearer credentials are security schemes: the bank's API key, the customer's session token,
   the metrics token;
-- request bodies are closed (`additionalProperties: false`) where the struct refuses unknown fields.
+- request bodies are closed (`additionalProperties: false`) where the struct refuses unknown fields;
+- a submitted batch links to its job (`links` on the 202), so a client, or schemathesis's stateful
+  phase, can follow the job id it is given.
 
 Each route takes one of the `*_ROUTE` dicts below as keyword arguments to its decorator."""
 
@@ -20,6 +22,7 @@ from litestar._openapi.schema_generation.plugins.struct import StructSchemaPlugi
 from litestar.openapi import OpenAPIConfig, ResponseSpec
 from litestar.openapi.spec import (
     Components,
+    Link,
     OpenAPIHeader,
     OpenAPIResponse,
     Operation,
@@ -114,6 +117,23 @@ class _Operation(Operation):
                 response.headers = {**(response.headers or {}), **_HEADERS[status]}
 
 
+@dataclass
+class _SubmitOperation(_Operation):
+    """POST /v1/explanations:batch, whose 202 links to the job it made."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        accepted = (self.responses or {}).get("202")
+        if isinstance(accepted, OpenAPIResponse):
+            accepted.links = {
+                "GetJob": Link(
+                    operation_ref="#/paths/~1v1~1jobs~1{job_id}/get",
+                    parameters={"job_id": "$response.body#/job_id"},
+                    description="The job's progress, and each item's answer or error",
+                )
+            }
+
+
 class _ClosedStructs(StructSchemaPlugin):
     """msgspec structs that refuse unknown fields (`forbid_unknown_fields=True`) are documented as
     closed objects: `additionalProperties: false`. (Litestar's own plugin leaves every object open.)"""
@@ -126,9 +146,11 @@ class _ClosedStructs(StructSchemaPlugin):
         return schema
 
 
-def _route(*responses: dict[int, ResponseSpec], security: str | None = None) -> dict[str, Any]:
+def _route(
+    *responses: dict[int, ResponseSpec], security: str | None = None, operation_class: type[Operation] = _Operation
+) -> dict[str, Any]:
     kwargs: dict[str, Any] = {"responses": {k: v for part in responses for k, v in part.items()}}
-    kwargs["operation_class"] = _Operation
+    kwargs["operation_class"] = operation_class
     if security is not None:
         kwargs["security"] = [{security: []}]
     return kwargs
@@ -149,6 +171,7 @@ BATCH_ROUTE = _route(
     _UNAVAILABLE,
     {422: _error("This Idempotency-Key was used before with other items")},
     security=API_KEY,
+    operation_class=_SubmitOperation,
 )
 JOB_ROUTE = _route(_UNAUTHORIZED, _NOT_FOUND, _UNAVAILABLE, security=API_KEY)
 METRICS_ROUTE = _route(_UNAUTHORIZED) | {"security": [{METRICS_TOKEN: []}, {}]}  # {}: open without METRICS_TOKEN

@@ -9,7 +9,7 @@ from litestar.datastructures import FormMultiDict
 from litestar.di import NamedDependency
 from litestar.exceptions import PermissionDeniedException
 
-from app.answers.schemas import ExplanationRequest
+from app.answers.schemas import ExplanationRequest, in_words
 from app.data.agents import ConsoleSession
 from app.security import csrf_matches
 
@@ -31,7 +31,10 @@ def question_request(form: FormMultiDict, account_ref: str) -> ExplanationReques
     # Browsers send a textarea's line breaks as CR LF; the question allows LF only.
     question = field(form, "question").replace("\r\n", "\n")
     locale = field(form, "locale") or None
-    return msgspec.convert({"account_ref": account_ref, "question": question, "locale": locale}, ExplanationRequest)
+    try:
+        return msgspec.convert({"account_ref": account_ref, "question": question, "locale": locale}, ExplanationRequest)
+    except msgspec.ValidationError as exc:  # the agent reads what is wrong, not a regular expression
+        raise msgspec.ValidationError(in_words(str(exc))) from None
 
 
 def form_csrf_matches(form: FormMultiDict, expected: str | None) -> bool:
