@@ -17,7 +17,7 @@ from litestar import Litestar
 from litestar.config.cors import CORSConfig
 from litestar.datastructures import State
 from litestar.di import Provide
-from litestar.logging.config import StructLoggingConfig
+from litestar.logging.config import LoggingConfig, StructlogEventFilter, StructLoggingConfig
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.plugins.structlog import StructlogConfig, StructlogPlugin
 from litestar.static_files import create_static_files_router
@@ -76,6 +76,27 @@ def _json_bytes(event: dict[str, Any], **_: Any) -> bytes:
     return msgspec.json.encode(event, enc_hook=str)
 
 
+def _json_text(event: dict[str, Any], **_: Any) -> str:
+    return _json_bytes(event).decode()
+
+
+def _stdlib_logging() -> LoggingConfig:
+    """Records of the standard library's loggers (uvicorn, asyncio, asyncpg, SQLAlchemy) rendered as
+    ours. Litestar's default renders a record's `exc_info` as it is, and an exception class (an
+    asyncpg error's: PostgresMessageMeta) cannot be encoded: the record was lost. These format the
+    traceback first, and anything else msgspec cannot encode is logged as str."""
+    processors: list[structlog.types.Processor] = [
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.ExtraAdder(),
+        StructlogEventFilter(["color_message"]),  # uvicorn's copy of the message with colour codes
+        structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+        structlog.processors.format_exc_info,
+        structlog.processors.JSONRenderer(serializer=_json_text),
+    ]
+    return LoggingConfig(formatters={"standard": {"()": structlog.stdlib.ProcessorFormatter, "processors": processors}})
+
+
 def _structlog(settings: Settings) -> StructlogPlugin:
     processors: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
@@ -88,6 +109,7 @@ def _structlog(settings: Settings) -> StructlogPlugin:
         StructlogConfig(
             structlog_logging_config=StructLoggingConfig(
                 processors=processors,
+                standard_lib_logging_config=_stdlib_logging(),
                 wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelNamesMapping()[settings.log_level]),
                 log_exceptions="never",  # our error handler logs them once, with the route
                 # A few microseconds a call, and structlog.testing.capture_logs sees every logger.

@@ -179,7 +179,8 @@ READY_ROUTE = _route(
     {
         503: ResponseSpec(
             data_container=dict[str, str],
-            description="The database cannot be reached: {status: unavailable, database: <its error>}",
+            description="The database cannot be reached or takes no writes: {status: unavailable,"
+            " database: unavailable | read_only, message}",
             generate_examples=False,
         )
     }
