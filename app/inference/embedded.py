@@ -3,6 +3,13 @@
 Parallel slots give continuous batching; `cache_prompt` keeps each slot's KV cache so a request
 that shares the static prompt prefix only prefills its own facts and question. llama.cpp's calls
 block, so each generation runs on a worker thread and streams into the event loop.
+
+Generation goes through the server's handler in-process; its HTTP side, on a loopback port, serves
+only our health checks and tokenization. Anything else on the machine could reach that port, and
+any web page a developer opens could try to: it requires a key made for this process, and its
+CORS allows no origin (llama.cpp always sends Access-Control-Allow-Origin; it is empty, which
+matches none). It logs what the service's LOG_LEVEL asks for: its per-request slot timings only at
+DEBUG.
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import importlib.metadata
 import importlib.util
+import secrets
 import threading
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +32,9 @@ from app.errors import EngineError
 from app.inference.engine import Event, Finished, GenerationRequest, TextDelta, engine_error
 
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+# llama.cpp's log verbosity for the service's LOG_LEVEL: 3 with its info (model load, slot timings),
+# 2 warnings and errors, 1 errors only.
+VERBOSITY = {"DEBUG": 3, "NOTSET": 3, "INFO": 2, "WARNING": 2, "WARN": 2}
 
 
 def default_model_path() -> str:
@@ -46,6 +57,7 @@ class EmbeddedEngine:
         threads: int = 2,
         prefix_cache: bool = True,
         speculative: Speculative = "none",
+        log_level: str = "INFO",
     ) -> None:
         import xllamacpp as xlc
 
@@ -59,13 +71,18 @@ class EmbeddedEngine:
         params.cpuparams.n_threads = threads
         params.cpuparams_batch.n_threads = threads
         params.port = 0  # its HTTP side listens on a free loopback port; we use it for health and tokenize
+        key = secrets.token_urlsafe(32)
+        params.api_keys = [key]
+        params.cors_origins = ""
+        params.verbosity = VERBOSITY.get(log_level.upper(), 1)
         self._server = xlc.Server(params)
         self.model = Path(model_path).name
         build = importlib.metadata.version("xllamacpp")
         self.profile = f"llama.cpp:xllamacpp-{build}:{self.model}" + (":ngram" if speculative == "ngram" else "")
         self._executor = ThreadPoolExecutor(max_workers=parallel * 2, thread_name_prefix="llama")
         self._stops: dict[str, threading.Event] = {}
-        self._http = httpx.AsyncClient(base_url=self._server.listening_address, timeout=10)
+        self.address = self._server.listening_address  # its HTTP side (key required)
+        self._http = httpx.AsyncClient(base_url=self.address, timeout=10, headers={"Authorization": f"Bearer {key}"})
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[Event]:
         loop = asyncio.get_running_loop()

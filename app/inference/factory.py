@@ -28,4 +28,5 @@ def build_engine(settings: Settings) -> Engine | None:
         threads=settings.engine_threads,
         prefix_cache=settings.engine_prefix_cache,
         speculative=settings.engine_speculative,
+        log_level=settings.log_level,
     )

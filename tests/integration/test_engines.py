@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from datetime import date
 from typing import Any
 
+import httpx
 import msgspec
 import pytest
 
@@ -16,7 +17,7 @@ from app.domain.facts import compute_facts
 from app.domain.plan import MAX_CLAIMS, Plan, PlanCheck
 from app.domain.plan_schema import plan_grammar
 from app.errors import EngineError
-from app.inference.embedded import EmbeddedEngine
+from app.inference.embedded import EmbeddedEngine, default_model_path
 from app.inference.engine import Engine, Finished, GenerationRequest, TextDelta
 from app.inference.sglang import SGLangEngine
 from tests.fakes.sglang_server import RunningFake, Script
@@ -234,3 +235,37 @@ async def test_the_embedded_engine_decodes_under_the_plan_grammar(embedded_engin
     assert text.startswith('{"claims": [{"claim": "payment_status", "status": "unpaid"')
     plan = msgspec.json.decode(text, type=Plan)
     assert 1 <= len(plan.claims) <= MAX_CLAIMS
+
+
+async def test_the_embedded_servers_port_needs_its_key_and_allows_no_origin(embedded_engine: EmbeddedEngine) -> None:
+    """What another program or any web page could send to the loopback port llama.cpp listens on."""
+    assert await embedded_engine.tokenize("hello")  # the engine's own client holds the key
+    origin = {"Origin": "http://evil.example"}
+    async with httpx.AsyncClient(base_url=embedded_engine.address) as stranger:
+        keyless = await stranger.post("/tokenize", json={"content": "hello"}, headers=origin)
+        wrong = await stranger.post("/completion", json={"prompt": "hi"}, headers={"Authorization": "Bearer guess"})
+        preflight = await stranger.options("/completion", headers={**origin, "Access-Control-Request-Method": "POST"})
+    assert (keyless.status_code, wrong.status_code) == (401, 401)
+    # llama.cpp always sends the header; empty, it matches no origin (a browser refuses the response).
+    assert [r.headers.get("access-control-allow-origin") for r in (keyless, preflight)] == ["", ""]
+
+
+@pytest.mark.parametrize(("log_level", "timings"), [("INFO", 0), ("DEBUG", 1)])
+def test_the_embedded_server_logs_its_slot_timings_only_when_asked(
+    capfd: pytest.CaptureFixture[str], log_level: str, timings: int
+) -> None:
+    async def one_answer() -> None:
+        engine = EmbeddedEngine(default_model_path(), parallel=1, log_level=log_level)
+        request = GenerationRequest(request_id=uuid.uuid4().hex, prompt="Hello", max_tokens=4)
+        try:
+            assert [e async for e in engine.generate(request) if isinstance(e, Finished)]
+        finally:
+            await engine.close()
+
+    capfd.readouterr()
+    asyncio.run(one_answer())
+    err = capfd.readouterr().err
+    assert min(err.count("print_timing"), 1) == timings
+    if log_level == "INFO":
+        assert "security: no API key" not in err
+        assert err.strip() == ""
