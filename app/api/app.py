@@ -66,11 +66,6 @@ async def _nosniff(message: Message, scope: Scope) -> None:
         message["headers"] = [*headers, (b"x-content-type-options", b"nosniff")]
 
 
-def _provide_answers(state: State) -> AnswerService:
-    answers: AnswerService = state.answers
-    return answers
-
-
 def _json_bytes(event: dict[str, Any], **_: Any) -> bytes:
     # Litestar's structlog logger writes bytes; anything msgspec cannot encode is logged as str.
     return msgspec.json.encode(event, enc_hook=str)
@@ -213,7 +208,6 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
         dependencies={
             "settings": Provide(lambda: settings, use_cache=True, sync_to_thread=False),
             "key_cache": Provide(lambda: key_cache, use_cache=True, sync_to_thread=False),
-            "answers": Provide(_provide_answers, sync_to_thread=False),
         },
         state=State({"settings": settings, "db_config": db, "limiter": limiter, "key_cache": key_cache}),
         # The overload guard inside the request log, so a refused request is logged (status 503).

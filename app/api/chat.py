@@ -14,9 +14,9 @@ from litestar.response import ServerSentEvent
 
 from app.answers.messages import Ask
 from app.answers.schemas import ChatRequest, ExplanationRequest
-from app.answers.service import AnswerService
 from app.api.body import json_body
 from app.api.customer_session import Customer, provide_customer
+from app.api.deps import answer_service
 from app.api.event_stream import event_stream
 from app.api.openapi import ACCOUNTS_ROUTE, CHAT_ROUTE
 from app.api.overload import classify
@@ -44,7 +44,7 @@ class ChatController(Controller):
         data: JSONBody[ChatRequest],
         customer: NamedDependency[Customer],
     ) -> ServerSentEvent:
-        answers: AnswerService = request.app.state.answers  # not a dependency: see app/api/auth.py `shared`
+        answers = answer_service(request)
         classify(request.scope, customer.principal.priority_class, "widget")
         if answers.settings.log_questions:
             request_state(request.scope)["log_extra"] = {"question": data.question}
@@ -63,8 +63,7 @@ class ChatController(Controller):
         self,
         request: Request,  # type: ignore[type-arg]
         customer: NamedDependency[Customer],
-        answers: NamedDependency[AnswerService],
     ) -> list[AccountSummary]:
         classify(request.scope, customer.principal.priority_class, "widget")
-        async with autocommit(answers.db) as conn:
+        async with autocommit(answer_service(request).db) as conn:
             return await customer_accounts(conn, customer.principal.tenant_id, customer.customer_ref)

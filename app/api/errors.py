@@ -23,9 +23,20 @@ from app.errors import DatabaseUnavailable, NotFound, Shed, UnreadableData
 
 log = structlog.get_logger("bill_assistant.errors")
 
-_NAMES = {400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
-          413: "too_large", 415: "unsupported_media_type", 422: "unprocessable", 429: "rate_limited",
-          499: "client_closed_request", 500: "internal_error", 503: "unavailable"}  # fmt: skip
+_NAMES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "too_large",
+    415: "unsupported_media_type",
+    422: "unprocessable",
+    429: "rate_limited",
+    499: "client_closed_request",
+    500: "internal_error",
+    503: "unavailable",
+}
 
 
 class ErrorBody(msgspec.Struct, kw_only=True, omit_defaults=True):
