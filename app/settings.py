@@ -27,11 +27,13 @@ from typing import TypeVar
 from app.domain.vocabulary import (
     ADMISSION_SCOPES,
     CHAT_TEMPLATES,
+    DATABASE_POOLERS,
     ENGINE_KINDS,
     PROMPT_LAYOUTS,
     SPECULATIVE,
     AdmissionScope,
     ChatTemplate,
+    DatabasePooler,
     EngineKind,
     PromptLayout,
     Speculative,
@@ -103,9 +105,15 @@ class Settings:
     database_url: str | None
     # Local state of the embedded defaults (the embedded Postgres cluster lives in data_dir/postgres).
     data_dir: Path
-    # Connection pool per process; the hot path holds a connection for two short statements.
+    # Connection pool per process; the hot path holds a connection for two short statements. The
+    # answer path's own pool has db_pool_size more, the admission ledger admission_pool_size: one
+    # process holds at most connection_budget(settings) connections (app/data/database.py).
     db_pool_size: int
     db_max_overflow: int
+    admission_pool_size: int
+    # "transaction": a transaction-mode pooler (PgBouncer) is in front of Postgres, so no connection
+    # keeps a prepared statement between transactions.
+    database_pooler: DatabasePooler
     # Log the customer's question text (off by default: it may hold personal data).
     log_questions: bool
     # A logging level name (DEBUG, INFO, WARNING, ...).
@@ -202,8 +210,10 @@ class Settings:
         return cls(
             database_url=e.get("DATABASE_URL") or None,
             data_dir=Path(e.get("BILL_ASSISTANT_DATA_DIR", str(PROJECT_ROOT / ".data"))),
-            db_pool_size=_int(e, "DB_POOL_SIZE", 10, minimum=1),
-            db_max_overflow=_int(e, "DB_MAX_OVERFLOW", 5, minimum=0),
+            db_pool_size=_int(e, "DB_POOL_SIZE", 4, minimum=1),
+            db_max_overflow=_int(e, "DB_MAX_OVERFLOW", 1, minimum=0),
+            admission_pool_size=_int(e, "ADMISSION_POOL_SIZE", 2, minimum=1),
+            database_pooler=_choice(e, "DATABASE_POOLER", "none", DATABASE_POOLERS),
             log_questions=_flag(e, "LOG_QUESTIONS", False),
             log_level=_choice(e, "LOG_LEVEL", "INFO", LOG_LEVELS, case=str.upper),
             api_key_cache_ttl=_float(e, "API_KEY_CACHE_TTL", 30, zero=True),

@@ -27,7 +27,7 @@ from app.answers.generation import Outcome, generate, plan_job
 from app.answers.messages import Ask, ChatEvent, Delta, Facts, Final, Replace, Turn, final_answer, respond
 from app.answers.schemas import ExplanationRequest, ExplanationResponse
 from app.data.audit import AuditRow, record_answer
-from app.data.database import autocommit
+from app.data.database import autocommit, driver_options
 from app.data.driver_pool import DriverPool
 from app.data.history import load_records
 from app.data.tenants import Principal, principal_for
@@ -65,7 +65,8 @@ class AnswerService:
         """The configured engine (a model load) and an admission scheduler of its capacity, counting
         with every replica through `ledger` when admission is shared."""
         scheduler = Scheduler(capacity=settings.engine_capacity, hooks=hooks or Hooks(), ledger=ledger)
-        pool = DriverPool(db.url.render_as_string(hide_password=False), size=settings.db_pool_size)
+        url = db.url.render_as_string(hide_password=False)
+        pool = DriverPool(url, size=settings.db_pool_size, options=driver_options(settings))
         return cls(db=db, pool=pool, llm=build_engine(settings), scheduler=scheduler, settings=settings)
 
     async def tenant(self, tenant_id: int) -> Principal | None:

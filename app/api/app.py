@@ -8,6 +8,7 @@ import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import asdict
 from typing import Any
 
 import msgspec
@@ -41,7 +42,7 @@ from app.api.openapi import OPENAPI_PLUGINS, openapi_config
 from app.api.overload import LagMonitor, Limiter, OverloadMiddleware
 from app.api.request_log import RequestLogMiddleware
 from app.data.admission import PostgresLedger
-from app.data.database import asyncpg_url, engine_options, watch_connections
+from app.data.database import asyncpg_url, connection_budget, driver_options, engine_options, watch_connections
 from app.inference.drain import CUT_OFF_GRACE_S
 from app.metrics import scheduler_hooks
 from app.prompts import load_templates
@@ -124,9 +125,16 @@ async def _answers_lifespan(app: Litestar) -> AsyncIterator[None]:
     signal comes, this keeps its deadline), then the engine closes."""
     settings: Settings = app.state.settings
     db: SQLAlchemyAsyncConfig = app.state.db_config
+    budget = connection_budget(settings)
+    structlog.get_logger("bill_assistant").info(
+        f"database connections: at most {budget.total} per process",
+        **asdict(budget),
+        pooler=settings.database_pooler,
+    )
     ledger = None
     if settings.admission == "shared":
-        ledger = PostgresLedger(db.get_engine().url.render_as_string(hide_password=False))
+        url = db.get_engine().url.render_as_string(hide_password=False)
+        ledger = PostgresLedger(url, pool_size=settings.admission_pool_size, options=driver_options(settings))
         await ledger.open()
     answers = AnswerService.build(db.get_engine(), settings, scheduler_hooks(), ledger)
     app.state.answers = answers

@@ -24,7 +24,7 @@ import click
 from litestar import Litestar
 
 from app.cli.common import load_settings
-from app.data.database import resolve_database_url
+from app.data.database import connection_budget, resolve_database_url
 from app.settings import Settings
 
 WORKER_APP = "app.cli.serve:worker_app"
@@ -57,6 +57,13 @@ def serve(database_url: str, host: str, port: int, settings: Settings | None = N
     from app.inference.drain import CUT_OFF_GRACE_S
 
     settings = settings or load_settings()
+    # Each worker holds up to the per-process budget: the server's total is what Postgres must allow.
+    per_process = connection_budget(settings, shared_admission=True if workers > 1 else None).total
+    click.echo(
+        f"database connections: at most {workers * per_process} "
+        f"({workers} worker{'s' if workers > 1 else ''} x {per_process} per process)",
+        err=True,
+    )
     options: dict[str, Any] = {
         "host": host,
         "port": port,

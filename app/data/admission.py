@@ -8,9 +8,11 @@ under its cap and the engine under its capacity. A lease is a row held until the
 the replica renews its leases while it lives, so those of a replica that died expire within
 LEASE_TTL_S instead of holding the engine's capacity.
 
-It talks to Postgres through a small asyncpg pool of its own (application_name "admission"): an
-admission is one prepared statement, and taking or giving back a slot never waits behind the
-answers' own connections.
+It talks to Postgres through a small asyncpg pool of its own (application_name "admission",
+ADMISSION_POOL_SIZE connections): an admission is one statement, and taking or giving back a slot
+never waits behind the answers' own connections. The function's engine lock is an advisory lock
+held to the end of its transaction (pg_advisory_xact_lock), never a session's: safe behind a
+transaction-mode pooler.
 """
 
 from __future__ import annotations
@@ -18,32 +20,52 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+from collections.abc import Mapping
 from typing import Any, cast
 
 import asyncpg
 import structlog
 
 from app.data.database import CONNECT_TIMEOUT_S, POOL_TIMEOUT_S, asyncpg_dsn, unavailable
+from app.data.sql import Statement
 from app.domain.priority import TenantLimits, Verdict
 from app.errors import DatabaseUnavailable
 
 # A lease outlives its replica by at most this long; the replica renews its own every third of it.
 LEASE_TTL_S = 15.0
 
-_ENTER = "SELECT verdict, retry_after_s FROM admission_enter($1, $2, $3, $4, $5, $6, $7, $8, $9)"
-_LEAVE = "DELETE FROM admission_lease WHERE id = $1"
-_RENEW = "UPDATE admission_lease SET expires_at = clock_timestamp() + make_interval(secs => $2) WHERE id = ANY($1)"
-_EXPIRE = "DELETE FROM admission_lease WHERE expires_at < clock_timestamp()"
+# Bound by name (app/data/sql.py), the function's arguments too: Postgres's named notation, so a
+# reordered argument list can never shift a value into another parameter.
+_ENTER = Statement(
+    "SELECT verdict, retry_after_s FROM admission_enter("
+    "p_tenant => :tenant, p_rate => :rate, p_take_token => :take_token, p_want_slot => :want_slot,"
+    " p_max_concurrency => :max_concurrency, p_slots => :slots, p_lease => :lease, p_replica => :replica,"
+    " p_ttl_s => :ttl_s)"
+)
+_LEAVE = Statement("DELETE FROM admission_lease WHERE id = :lease")
+_RENEW = Statement(
+    "UPDATE admission_lease SET expires_at = clock_timestamp() + make_interval(secs => :ttl_s) WHERE id = ANY(:leases)"
+)
+_EXPIRE = Statement("DELETE FROM admission_lease WHERE expires_at < clock_timestamp()")
+_LEAVE_ALL = Statement("DELETE FROM admission_lease WHERE replica = :replica")
 
 
 class PostgresLedger:
     """The shared ledger; `open` it in the app's lifespan and `close` it on the way out."""
 
-    def __init__(self, sqlalchemy_url: str, *, pool_size: int = 4, lease_ttl_s: float = LEASE_TTL_S) -> None:
+    def __init__(
+        self,
+        sqlalchemy_url: str,
+        *,
+        pool_size: int = 2,
+        lease_ttl_s: float = LEASE_TTL_S,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
         self.replica = uuid.uuid4().hex  # this process's name on its leases
         self.lease_ttl_s = lease_ttl_s
         self._dsn = asyncpg_dsn(sqlalchemy_url)
         self._pool_size = pool_size
+        self._options = dict(options or {})  # asyncpg.connect's, for a pooler (database.driver_options)
         self._pool: asyncpg.Pool[Any] | None = None
         self._renewer: asyncio.Task[None] | None = None
         self._held: set[str] = set()  # the leases of requests still running here: only these are renewed
@@ -55,6 +77,7 @@ class PostgresLedger:
             max_size=self._pool_size,
             timeout=CONNECT_TIMEOUT_S,  # a slow connect fails like the other pools', not after 60 s
             server_settings={"application_name": "admission"},
+            **self._options,
         )
         self._renewer = asyncio.create_task(self._renew_forever())
 
@@ -66,7 +89,7 @@ class PostgresLedger:
         if self._pool is not None:
             # A clean exit gives back what it still holds (normally nothing: requests have drained).
             with contextlib.suppress(DatabaseUnavailable):
-                await self._execute("DELETE FROM admission_lease WHERE replica = $1", self.replica)
+                await self._execute(_LEAVE_ALL, {"replica": self.replica})
             await self._pool.close()
 
     async def enter(
@@ -74,9 +97,19 @@ class PostgresLedger:
     ) -> tuple[Verdict, float]:
         """Take a rate token (when asked) and a slot (when asked and free) for `tenant`."""
         row = await self._fetchrow(
-            _ENTER, tenant, limits.rate_per_s, take_token, want_slot, limits.max_concurrency, slots, lease,
-            self.replica, self.lease_ttl_s,
-        )  # fmt: skip
+            _ENTER,
+            {
+                "tenant": tenant,
+                "rate": limits.rate_per_s,
+                "take_token": take_token,
+                "want_slot": want_slot,
+                "max_concurrency": limits.max_concurrency,
+                "slots": slots,
+                "lease": lease,
+                "replica": self.replica,
+                "ttl_s": self.lease_ttl_s,
+            },
+        )
         if row["verdict"] == "granted":
             self._held.add(lease)
         return cast(Verdict, row["verdict"]), float(row["retry_after_s"])
@@ -84,9 +117,9 @@ class PostgresLedger:
     async def leave(self, lease: str) -> None:
         # Forgotten first: if the delete fails, the lease is no longer renewed and expires.
         self._held.discard(lease)
-        await self._fetchrow(_LEAVE, lease)
+        await self._fetchrow(_LEAVE, {"lease": lease})
 
-    async def _fetchrow(self, query: str, *args: object) -> Any:
+    async def _fetchrow(self, statement: Statement, values: Mapping[str, Any] | None = None) -> Any:
         assert self._pool is not None, "the ledger is not open"
         try:  # connects when no idle connection is left: refused, too many clients, closed to new ones
             conn = await self._pool.acquire(timeout=POOL_TIMEOUT_S)
@@ -95,7 +128,7 @@ class PostgresLedger:
                 raise down from exc
             raise
         try:
-            return await conn.fetchrow(query, *args)
+            return await conn.fetchrow(statement.sql, *statement.args(values or {}))
         except Exception as exc:
             if (down := unavailable(exc, connecting=False)) is not None:
                 raise down from exc
@@ -103,15 +136,15 @@ class PostgresLedger:
         finally:
             await self._pool.release(conn)
 
-    async def _execute(self, query: str, *args: object) -> None:
-        await self._fetchrow(query, *args)
+    async def _execute(self, statement: Statement, values: Mapping[str, Any] | None = None) -> None:
+        await self._fetchrow(statement, values)
 
     async def _renew_forever(self) -> None:
         assert self._pool is not None
         while True:
             await asyncio.sleep(self.lease_ttl_s / 3)
             try:
-                await self._execute(_RENEW, list(self._held), self.lease_ttl_s)
+                await self._execute(_RENEW, {"leases": list(self._held), "ttl_s": self.lease_ttl_s})
                 await self._execute(_EXPIRE)
             except DatabaseUnavailable:
                 # If this goes on, this replica's leases lapse and its running requests stop

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +67,55 @@ def resolve_database_url(settings: Settings) -> str:
     return start_embedded_postgres(settings.data_dir)
 
 
+@dataclass(frozen=True, slots=True)
+class ConnectionBudget:
+    """The most Postgres connections one process opens, pool by pool (each opens lazily, up to this)."""
+
+    main: int  # SQLAlchemy's pool: DB_POOL_SIZE
+    overflow: int  # and the connections it may open past that under a burst: DB_MAX_OVERFLOW
+    answers: int  # the answer path's asyncpg pool (app/data/driver_pool.py): DB_POOL_SIZE
+    admission: int  # the shared admission ledger's (app/data/admission.py): ADMISSION_POOL_SIZE, when shared
+
+    @property
+    def total(self) -> int:
+        return self.main + self.overflow + self.answers + self.admission
+
+
+def connection_budget(settings: Settings, *, shared_admission: bool | None = None) -> ConnectionBudget:
+    """What one process of the service may hold; a server holds workers times this. `shared_admission`
+    overrides settings.admission (`serve --workers N` makes its workers shared)."""
+    shared = settings.admission == "shared" if shared_admission is None else shared_admission
+    return ConnectionBudget(
+        main=settings.db_pool_size,
+        overflow=settings.db_max_overflow,
+        answers=settings.db_pool_size,
+        admission=settings.admission_pool_size if shared else 0,
+    )
+
+
+def driver_options(settings: Settings | None) -> dict[str, Any]:
+    """asyncpg.connect's options for what the pooler in front of Postgres allows. Behind a
+    transaction-mode pooler the next transaction may run on another server connection, where a
+    prepared statement named on this one does not exist (or another client's of the same name
+    does): statement_cache_size=0 makes asyncpg use the unnamed statement only, parsed again in the
+    same round trip that binds and runs it, so nothing outlives its transaction."""
+    if settings is not None and settings.database_pooler == "transaction":
+        return {"statement_cache_size": 0}
+    return {}
+
+
 def engine_options(settings: Settings | None = None) -> dict[str, Any]:
     """The pool's options, for create_engine and the app's plugin alike."""
+    connect_args: dict[str, Any] = {
+        "timeout": CONNECT_TIMEOUT_S,
+        "server_settings": {"application_name": "bill-assistant"},
+        **driver_options(settings),
+    }
+    if connect_args.get("statement_cache_size") == 0:
+        # SQLAlchemy's dialect keeps prepared statements of its own per connection: none either. (No
+        # prepared_statement_name_func: a named statement is parsed in one round trip and run in the
+        # next, which outside a transaction, as `autocommit` runs, may reach another server connection.)
+        connect_args["prepared_statement_cache_size"] = 0
     return {
         "pool_size": settings.db_pool_size if settings else 5,
         "max_overflow": settings.db_max_overflow if settings else 5,
@@ -75,7 +123,7 @@ def engine_options(settings: Settings | None = None) -> dict[str, Any]:
         # Not SQLAlchemy's pre-ping: on asyncpg it is three round trips (BEGIN, ping, ROLLBACK) per
         # checkout, the largest database cost of an answer. watch_connections checks instead.
         "pool_pre_ping": False,
-        "connect_args": {"timeout": CONNECT_TIMEOUT_S, "server_settings": {"application_name": "bill-assistant"}},
+        "connect_args": connect_args,
     }
 
 

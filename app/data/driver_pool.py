@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from typing import Any
 
 import asyncpg
 
@@ -43,8 +44,9 @@ async def _ping(conn: asyncpg.Connection) -> None:
 class DriverPool:
     """Opens connections as they are first needed; `close` it on the way out."""
 
-    def __init__(self, sqlalchemy_url: str, *, size: int) -> None:
+    def __init__(self, sqlalchemy_url: str, *, size: int, options: Mapping[str, Any] | None = None) -> None:
         self._dsn = asyncpg_dsn(sqlalchemy_url)
+        self._options = dict(options or {})  # asyncpg.connect's, for a pooler (database.driver_options)
         self._slots = asyncio.Semaphore(size)  # one per connection handed out
         self._idle: list[tuple[asyncpg.Connection, float]] = []  # and when each came back
         self._closed = False
@@ -114,6 +116,8 @@ class DriverPool:
                 continue
             return conn
         try:
-            return await asyncpg.connect(self._dsn, timeout=CONNECT_TIMEOUT_S, server_settings=_SERVER_SETTINGS)
+            return await asyncpg.connect(
+                self._dsn, timeout=CONNECT_TIMEOUT_S, server_settings=_SERVER_SETTINGS, **self._options
+            )
         except _CONNECT_FAILED as exc:
             raise DatabaseUnavailable(UNAVAILABLE_MESSAGE) from exc

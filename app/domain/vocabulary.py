@@ -30,6 +30,9 @@ Speculative = Literal["none", "ngram"]
 # Who counts admissions (rates, caps, engine capacity): this process alone, or every replica
 # together in Postgres (app/data/admission.py).
 AdmissionScope = Literal["local", "shared"]
+# What stands between the service and Postgres: nothing, or a pooler in transaction mode (PgBouncer's
+# pool_mode = transaction), which hands a server connection to another client after every transaction.
+DatabasePooler = Literal["none", "transaction"]
 
 LOCALES: tuple[Locale, ...] = get_args(Locale)
 CHANNELS: tuple[Channel, ...] = get_args(Channel)
@@ -42,3 +45,4 @@ CHAT_TEMPLATES: tuple[ChatTemplate, ...] = get_args(ChatTemplate)
 PROMPT_LAYOUTS: tuple[PromptLayout, ...] = get_args(PromptLayout)
 SPECULATIVE: tuple[Speculative, ...] = get_args(Speculative)
 ADMISSION_SCOPES: tuple[AdmissionScope, ...] = get_args(AdmissionScope)
+DATABASE_POOLERS: tuple[DatabasePooler, ...] = get_args(DatabasePooler)
