@@ -32,6 +32,7 @@ from app.settings import Settings
 from tests.conftest import _admin_url
 from tests.db_proxy import DatabaseProxy
 from tests.factories import account, customer, document, import_document
+from tests.servers import free_port, start_service, wait_until_healthy
 
 PASSWORD = "correct horse battery staple"
 QUESTION = "Why is my bill higher than last month?"
@@ -528,3 +529,38 @@ async def test_the_admission_ledger_calls_a_database_closed_to_new_connections_u
         await ledger.leave("l-2")
     finally:
         await ledger.close()
+
+
+async def test_the_default_multi_worker_server_answers_a_closed_database_with_503(
+    outage: Outage, fake_sglang: Any
+) -> None:
+    """The reported case: `serve --workers 2` (shared admission), the database closed to new
+    connections and its sessions ended; every answer 503 with Retry-After, every log line JSON."""
+    port = free_port()
+    env = {"DATABASE_URL": outage.url, "ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "BATCH_WORKER": "0"}
+    proc = start_service(port, "--workers", "2", **env, SESSION_SECRET="workers-secret")
+    base = f"http://127.0.0.1:{port}"
+
+    async def twenty() -> list[httpx.Response]:
+        async def fresh() -> httpx.Response:  # a new connection each: the kernel spreads them over the workers
+            async with httpx.AsyncClient(base_url=base, timeout=30) as http:
+                return await http.post("/v1/explanations", json=ASK, headers=_auth(outage.key))
+
+        return await asyncio.gather(*(fresh() for _ in range(20)))
+
+    try:
+        await wait_until_healthy(proc, base)
+        assert [r.status_code for r in await twenty()] == [200] * 20
+        await outage.refuse_connections()
+        down = await twenty()
+        assert {(r.status_code, r.headers.get("retry-after"), r.json()["error"]) for r in down} == {
+            (503, "5", "database_unavailable")
+        }
+        await outage.accept_connections()
+        assert [r.status_code for r in await twenty()] == [200] * 20
+    finally:
+        proc.terminate()
+        output, _ = proc.communicate(timeout=60)
+    # No record lost to the renderer: logging prints these when a handler fails on a record.
+    assert ("--- Logging error ---" in output.decode(), "Unsupported type" in output.decode()) == (False, False)
+    assert '"database unavailable"' in output.decode()  # each worker's 503s were logged
