@@ -200,3 +200,13 @@ def test_replicas_sharing_admission_must_share_the_session_secret() -> None:
     assert Settings.from_env({"ADMISSION": "shared", "SESSION_SECRET": "s" * 32}).session_secret == "s" * 32
     one, other = Settings.from_env({}), Settings.from_env({})
     assert one.session_secret != other.session_secret  # one process alone: a random secret of its own
+
+
+def test_every_setting_names_its_variable_and_default_beside_its_field_and_the_readme_lists_it() -> None:
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    variables = [setting.metadata["env"] for setting in dataclasses.fields(Settings)]
+    assert len(set(variables)) == len(variables) == len(dataclasses.fields(Settings))
+    assert [name for name in variables if f"`{name}`" not in readme] == []
+    # Read in field order: a default computed from earlier values sees them (no engine: no engine cap).
+    assert Settings.from_env({"ENGINE": "off"}).engine_capacity == 100_000
+    assert Settings.from_env({"ENGINE": "embedded", "ENGINE_PARALLEL": "3"}).engine_capacity == 3
