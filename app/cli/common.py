@@ -32,7 +32,7 @@ def in_transaction(work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
     """Run work in one transaction: everything it writes lands, or nothing does."""
 
     async def run() -> T:
-        engine = create_engine(database_url())
+        engine = create_engine(database_url(), load_settings())  # its pool size and pooler
         try:
             async with engine.begin() as conn:
                 return await work(conn)

@@ -5,9 +5,11 @@ app defines (the SGLang and smg names are checked against their releases in test
 
 from __future__ import annotations
 
+import configparser
 import re
 
 from prometheus_client import REGISTRY
+from sqlalchemy.engine import make_url
 
 import app.metrics  # noqa: F401  (registers the app's metrics)
 from app.domain.priority import SGLANG_PREEMPTION_THRESHOLD
@@ -96,6 +98,28 @@ def test_app_replicas_use_the_gateway_shared_admission_and_sit_behind_the_proxy(
         assert "ports" not in replica, f"{name} is reached through the proxy only"
         assert replica["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
     assert nginx_upstream_servers() == {f"{name}:8000" for name in replicas}
+
+
+def test_replicas_reach_postgres_through_pgbouncer_in_transaction_mode() -> None:
+    config = configparser.ConfigParser(inline_comment_prefixes=(";",), comment_prefixes=(";", "#"))
+    config.read_string((DEPLOY / "pgbouncer" / "pgbouncer.ini").read_text())
+    assert config["pgbouncer"]["pool_mode"] == "transaction"
+    port = config["pgbouncer"]["listen_port"]
+    bouncer = compose()["services"]["pgbouncer"]
+    assert bouncer["build"] == "deploy/pgbouncer"
+    assert bouncer["depends_on"]["postgres"]["condition"] == "service_healthy"
+    for name, replica in app_replicas().items():
+        env = replica["environment"]
+        url = make_url(env["DATABASE_URL"])
+        assert (url.host, str(url.port)) == ("pgbouncer", port), name
+        database = str(url.database)
+        assert database in config["databases"], name  # a database the bouncer serves
+        assert "host=postgres " in config["databases"][database] + " "
+        # Without it the replicas' prepared statements break behind the bouncer (tests/integration/test_pooler.py).
+        assert env["DATABASE_POOLER"] == "transaction", name
+        assert "pgbouncer" in replica["depends_on"], name
+    # Migrations go straight to Postgres.
+    assert make_url(compose()["services"]["migrate"]["environment"]["DATABASE_URL"]).host == "postgres"
 
 
 def test_the_proxy_never_buffers_server_sent_events() -> None:
