@@ -1,0 +1,109 @@
+"""A real `serve --workers 2` under concurrent load holds no more Postgres connections than it says
+at start (workers × the per-process budget), counted in pg_stat_activity on a database of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from app.data.database import create_engine, migrate
+from app.data.tenants import create_tenant, issue_api_key, set_limits
+from tests.conftest import _admin_url
+from tests.factories import account, customer, document, import_document
+from tests.servers import free_port, start_service, wait_until_healthy
+
+# Per process: 2 (main pool) + 1 (overflow) + 2 (answer path) + 1 (admission ledger) = 6.
+BUDGET = {"DB_POOL_SIZE": "2", "DB_MAX_OVERFLOW": "1", "ADMISSION_POOL_SIZE": "1"}
+QUESTION = "Why is my bill higher than last month?"
+
+
+@pytest.fixture
+async def scratch() -> AsyncIterator[tuple[str, str]]:
+    """A migrated database with one bank, no connection of the test's left on it; (url, key)."""
+    admin = create_async_engine(_admin_url(), isolation_level="AUTOCOMMIT")
+    name = f"bill_budget_{uuid.uuid4().hex[:10]}"
+    async with admin.connect() as conn:
+        await conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = make_url(_admin_url()).set(database=name).render_as_string(hide_password=False)
+    await asyncio.to_thread(migrate, url)
+    engine = create_engine(url)
+    async with engine.begin() as conn:
+        tenant = await create_tenant(conn, "budget", "Budget Bank", "interactive")
+        key = await issue_api_key(conn, tenant, "test")
+        await set_limits(conn, "budget", {"rate_limit_per_s": 10_000, "max_concurrency": 1_000})
+        accounts = [account(f"A-{i}") for i in range(1, 9)]
+        await import_document(conn, document("budget", [customer(accounts=accounts)]))
+    await engine.dispose()
+    try:
+        yield url, key
+    finally:
+        async with admin.connect() as conn:
+            await conn.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
+        await admin.dispose()
+
+
+async def test_a_server_holds_no_more_connections_than_its_budget(scratch: tuple[str, str]) -> None:
+    url, key = scratch
+    database = make_url(url).database
+    port = free_port()
+    # No engine: answers take milliseconds, so the load is all database work (the ledger's pool
+    # opens its first connection at start all the same); every request looks its key up.
+    env = {"DATABASE_URL": url, "ENGINE": "off", "API_KEY_CACHE_TTL": "0", "MAX_IN_FLIGHT": "1000"}
+    proc = start_service(port, "--workers", "2", **env, **BUDGET, BATCH_POLL_S="0.05", METRICS_TOKEN="")
+    counter = create_async_engine(_admin_url(), isolation_level="AUTOCOMMIT", pool_size=1)
+    count = text("SELECT count(*) FROM pg_stat_activity WHERE datname = :db")
+    seen: list[int] = []
+    done = asyncio.Event()
+
+    async def sample() -> None:
+        async with counter.connect() as conn:
+            while not done.is_set():
+                seen.append((await conn.execute(count, {"db": database})).scalar_one())
+                await asyncio.sleep(0.01)
+
+    async def fresh(method: str, path: str, **kwargs: Any) -> int:
+        """A new connection each: the kernel spreads them over both workers."""
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+            r = await http.request(method, path, headers={"Authorization": f"Bearer {key}"}, **kwargs)
+            return r.status_code
+
+    try:
+        await wait_until_healthy(proc, f"http://127.0.0.1:{port}")
+        sampler = asyncio.create_task(sample())
+        for _ in range(3):
+            work = [
+                fresh("POST", "/v1/explanations", json={"account_ref": f"A-{i % 8 + 1}", "question": QUESTION})
+                for i in range(60)
+            ]
+            items = [{"account_ref": f"A-{i}"} for i in range(1, 9)]
+            work.append(fresh("POST", "/v1/explanations:batch", json={"items": items}))
+            statuses = await asyncio.gather(*work)
+            assert sorted(set(statuses)) == [200, 202]
+        await asyncio.sleep(0.5)  # the batch job's items
+        done.set()
+        await sampler
+        proc.send_signal(signal.SIGTERM)
+        output, _ = await asyncio.to_thread(proc.communicate, timeout=60)
+    finally:
+        done.set()
+        await counter.dispose()
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    assert "database connections: at most 12 (2 workers x 6 per process)" in output.decode()
+    assert max(seen) <= 12, seen  # measured: 12, the budget reached and never passed
+    assert max(seen) > 6, "the load never went past one process's budget: the bound was not tested"
