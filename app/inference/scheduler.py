@@ -13,9 +13,8 @@
 With several replicas, the counting part — rate tokens, tenant caps, the engine's capacity — is a
 `Ledger` they share (app/data/admission.py): a request takes its slot there, and a queued one is
 retried when a slot frees here or, for slots freed by other replicas, every LEDGER_POLL_S. The
-order within the process (levels, fair shares, deadlines) stays local.
-
-Pure asyncio, no I/O of its own: metrics go out through hooks, shared counts through the ledger.
+order within the process (levels, fair shares, deadlines) stays local. Pure asyncio, no I/O of its
+own: metrics go out through hooks, shared counts through the ledger.
 """
 
 from __future__ import annotations
@@ -280,9 +279,8 @@ class Scheduler:
             self._wake.clear()
             at_cap: set[str] = set()  # tenants at their cap this round: the next tenant may still go
             while (ticket := self._queue.next(self._has_slot, self._running, skip=at_cap)) is not None:
-                lease = uuid.uuid4().hex
+                lease, slots = uuid.uuid4().hex, self._slots(ticket.level)
                 try:
-                    slots = self._slots(ticket.level)
                     verdict, _ = await self.ledger.enter(
                         ticket.tenant, ticket.limits, take_token=False, want_slot=True, slots=slots, lease=lease
                     )

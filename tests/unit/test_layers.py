@@ -138,3 +138,13 @@ def test_the_checks_catch_what_they_are_for() -> None:
     ]
     loop = {"app.api.a": {"app.api.b"}, "app.api.b": {"app.api.c"}, "app.api.c": {"app.api.a"}}
     assert _cycles(loop) == [["app.api.a", "app.api.b", "app.api.c", "app.api.a"]]
+
+
+def test_no_module_is_over_300_lines() -> None:
+    """One concern per module: a module that grows past this is doing two things (issue 25)."""
+    long = {
+        str(path.relative_to(PROJECT_ROOT)): n
+        for path in APP.rglob("*.py")
+        if (n := len(path.read_text().splitlines())) > 300
+    }
+    assert long == {}
