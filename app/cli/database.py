@@ -35,10 +35,12 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 @click.option(
     "--transactions", type=_FILE, help="CSV: account_ref,ref,posted_on,kind,amount,merchant,category,description"
 )
-def import_cmd(file: Path | None, tenant: str | None, **csv_files: Path | None) -> None:
+@click.option("--force", is_flag=True, help="CSV: load in full even when the files are those of the last load.")
+def import_cmd(file: Path | None, tenant: str | None, force: bool, **csv_files: Path | None) -> None:
     """Import customers, accounts, statements and transactions: a JSON file, or CSV files (one per
     table, any of them) for --tenant, loaded through COPY. All or nothing: a rejected row names its
-    file, line and column, and nothing is written."""
+    file, line and column, and nothing is written. The CSV files of the tenant's last load, byte for
+    byte, with nothing of the tenant's written since, would write nothing and are not loaded again."""
     files = {name: path for name, path in csv_files.items() if path is not None}
     if (file is None) == (not files):
         raise click.UsageError("give a JSON file, or CSV files with --customers/--accounts/--statements/--transactions")
@@ -55,11 +57,12 @@ def import_cmd(file: Path | None, tenant: str | None, **csv_files: Path | None) 
     meter = LoadMeter(sum(path.stat().st_size for path in files.values()))
     try:
         with meter:
-            report = in_transaction(lambda conn: load_csv(conn, tenant, files, meter.sent))
+            report = in_transaction(lambda conn: load_csv(conn, tenant, files, meter.sent, force=force))
     except ImportRejected as exc:
         raise click.ClickException(f"rejected, nothing was imported:\n{exc}") from None
     click.echo(report.summary())
-    click.echo(meter.summary(), err=True)
+    if not report.same_as_last_load:  # else nothing was sent: the files' digest matched
+        click.echo(meter.summary(), err=True)
 
 
 class LoadMeter:

@@ -60,8 +60,8 @@ json_build_object(
     'statements', COALESCE((SELECT json_agg(stmts ORDER BY stmts.period_end) FROM stmts), '[]'),
     'totals', COALESCE((SELECT totals FROM last_two WHERE n = 1), '[]'),
     'previous_totals', COALESCE((SELECT totals FROM last_two WHERE n = 2), '[]'),
-    'lines', COALESCE((SELECT last_two.lines || CASE WHEN EXISTS (
-        SELECT FROM jsonb_array_elements(last_two.totals) l
+    'lines', COALESCE((SELECT CAST(last_two.lines AS jsonb) || CASE WHEN EXISTS (
+        SELECT FROM json_array_elements(last_two.totals) l
         WHERE char_length(l ->> 'label') >= 2 AND strpos(:question_lower, lower(l ->> 'label')) > 0
     ) THEN COALESCE((
         SELECT jsonb_agg(jsonb_build_object('id', t.id, 'posted_on', t.posted_on, 'kind', t.kind, 'amount', t.amount,
@@ -72,7 +72,7 @@ json_build_object(
                 AND t.posted_on BETWEEN last_two.period_start AND last_two.period_end
                 AND char_length(line_label(t.kind, t.merchant, t.description)) >= 2
                 AND strpos(:question_lower, lower(line_label(t.kind, t.merchant, t.description))) > 0
-                AND t.id NOT IN (SELECT CAST(x ->> 'id' AS bigint) FROM jsonb_array_elements(last_two.lines) x)
+                AND t.id NOT IN (SELECT CAST(x ->> 'id' AS bigint) FROM json_array_elements(last_two.lines) x)
               ORDER BY abs(t.amount) DESC, t.posted_on, t.id
               LIMIT 12) t
     ), '[]') ELSE '[]' END || COALESCE((

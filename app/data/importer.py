@@ -33,13 +33,17 @@ class Counts:
 class ImportReport:
     tenant: str
     tables: dict[str, Counts] = field(default_factory=dict)
+    same_as_last_load: bool = False  # CSV: the files of the last load, nothing written since
 
     def summary(self) -> str:
         parts = [
             f"{name}: {c.created} created, {c.updated} updated, {c.unchanged} unchanged"
             for name, c in self.tables.items()
         ]
-        return f"tenant {self.tenant}: " + "; ".join(parts)
+        same = (
+            " (the files of the last load, and nothing of the tenant's written since)" if self.same_as_last_load else ""
+        )
+        return f"tenant {self.tenant}{same}: " + "; ".join(parts)
 
 
 def _chunks(rows: list[dict[str, Any]], size: int) -> Iterable[list[dict[str, Any]]]:

@@ -11,7 +11,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.data.csv_import import TABLES, load_csv
+from app.data.csv_format import TABLES
+from app.data.csv_import import load_csv
 from app.data.importer import ImportReport
 from app.errors import ImportRejected
 from tests.factories import customer, document
@@ -38,9 +39,9 @@ def write_csv(doc: dict[str, Any], folder: Path) -> dict[str, Path]:
     return files
 
 
-async def load_files(engine: AsyncEngine, tenant: str, files: dict[str, Path]) -> ImportReport:
+async def load_files(engine: AsyncEngine, tenant: str, files: dict[str, Path], *, force: bool = False) -> ImportReport:
     async with engine.begin() as conn:
-        return await load_csv(conn, tenant, files, lambda name, chunk: None)
+        return await load_csv(conn, tenant, files, lambda name, chunk: None, force=force)
 
 
 async def rows_of(engine: AsyncEngine, tenant_id: int) -> list[Any]:
@@ -50,7 +51,7 @@ async def rows_of(engine: AsyncEngine, tenant_id: int) -> list[Any]:
         "SELECT a.ref, c.ref, a.kind, a.currency, a.masked_number, a.opening_balance FROM accounts a "
         "JOIN customers c ON c.id = a.customer_id WHERE a.tenant_id = :t ORDER BY a.ref",
         "SELECT a.ref, s.period_start, s.period_end, s.due_date, s.minimum_due, ss.net, ss.totals, "
-        "(SELECT jsonb_agg(x - 'id') FROM jsonb_array_elements(ss.lines) x) "
+        "(SELECT jsonb_agg(CAST(x AS jsonb) - 'id') FROM json_array_elements(ss.lines) x) "
         "FROM statements s JOIN accounts a ON a.id = s.account_id "
         "JOIN statement_summaries ss ON ss.statement_id = s.id "
         "WHERE s.tenant_id = :t ORDER BY a.ref, s.period_end",
@@ -88,10 +89,26 @@ async def test_an_unchanged_reload_writes_nothing_and_a_correction_updates_in_pl
     files = write_csv(doc, tmp_path)
     await load_files(engine, tenant.slug, files)
     before = await snapshot(engine, tenant.id)
-    again = await load_files(engine, tenant.slug, files)
+    again = await load_files(engine, tenant.slug, files)  # the same files: answered from the last load
+    assert again.same_as_last_load
     assert {name: (c.created, c.updated) for name, c in again.tables.items()} == dict.fromkeys(TABLES, (0, 0))
     assert again.tables["transactions"].unchanged == 6
+    forced = await load_files(engine, tenant.slug, files, force=True)  # loaded in full: still nothing to write
+    assert not forced.same_as_last_load
+    assert {name: (c.created, c.updated, c.unchanged) for name, c in forced.tables.items()} == {
+        name: (0, 0, c.unchanged) for name, c in again.tables.items()
+    }
     assert await snapshot(engine, tenant.id) == before  # not one row written again
+
+    async with engine.begin() as conn:  # another writer changes a line: the same files must put it back
+        await conn.execute(
+            text("UPDATE transactions SET amount = 99 WHERE tenant_id = :t AND ref = 'T-5'"), {"t": tenant.id}
+        )
+    restored = await load_files(engine, tenant.slug, files)
+    assert (restored.same_as_last_load, restored.tables["transactions"].updated) == (False, 1)
+    lines = [row[:1] + row[2:] for row in await snapshot(engine, tenant.id) if row[0] == "transactions"]
+    assert lines == [row[:1] + row[2:] for row in before if row[0] == "transactions"]  # the file's amount is back
+    assert await load_files(engine, tenant.slug, files) == again  # and now it is the last load again
 
     doc["customers"][0]["accounts"][0]["transactions"][4]["amount"] = "15.00"  # the gym: 12.00 -> 15.00
     corrected = await load_files(engine, tenant.slug, write_csv(doc, tmp_path))
@@ -170,4 +187,45 @@ def test_the_command_loads_csv_files_and_reports_counts(cli: Any, tmp_path: Path
     assert result.exit_code == 0, result.output
     assert "transactions: 6 created, 0 updated, 0 unchanged" in result.stdout
     assert "rows/s" in result.stderr
-    assert "transactions: 0 created, 0 updated, 6 unchanged" in cli(*args).stdout
+    again = cli(*args)
+    assert again.stdout.startswith(
+        "tenant csvbank (the files of the last load, and nothing of the tenant's written since):"
+    )
+    assert "transactions: 0 created, 0 updated, 6 unchanged" in again.stdout
+    forced = cli(*args, "--force")
+    assert forced.stdout.startswith("tenant csvbank: ")
+    assert "transactions: 0 created, 0 updated, 6 unchanged" in forced.stdout
+    assert "rows/s" in forced.stderr
+
+
+async def test_every_write_to_a_tenants_ledger_moves_its_version_and_no_other(
+    make_tenant: Any, load: Any, engine: AsyncEngine
+) -> None:
+    """What lets a re-load of the same files be skipped safely: any writer, any of the four tables."""
+    tenant, other = await make_tenant(), await make_tenant()
+    await load(document(tenant.slug))
+    await load(document(other.slug))
+    version = text("SELECT COALESCE((SELECT version FROM ledger_versions WHERE tenant_id = :t), 0)")
+
+    async def versions() -> tuple[int, int]:
+        async with engine.connect() as conn:
+            mine = (await conn.execute(version, {"t": tenant.id})).scalar_one()
+            theirs = (await conn.execute(version, {"t": other.id})).scalar_one()
+        return mine, theirs
+
+    writes = [
+        "UPDATE customers SET name = 'Ann B. Lee' WHERE tenant_id = :t",
+        "UPDATE accounts SET kind = 'charge_card' WHERE tenant_id = :t",
+        "UPDATE statements SET minimum_due = 30 WHERE tenant_id = :t",
+        "UPDATE transactions SET description = 'moved' WHERE tenant_id = :t AND ref = 'T-2'",
+        "DELETE FROM transactions WHERE tenant_id = :t AND ref = 'T-1'",
+    ]
+    for write in writes:
+        (mine, theirs) = await versions()
+        async with engine.begin() as conn:
+            await conn.execute(text(write), {"t": tenant.id})
+        (mine_after, theirs_after) = await versions()
+        assert (write, mine_after > mine, theirs_after) == (write, True, theirs)
+    async with engine.begin() as conn:  # a tenant still goes with everything it has
+        await conn.execute(text("DELETE FROM tenants WHERE id = :t"), {"t": tenant.id})
+    assert await versions() == (0, theirs)

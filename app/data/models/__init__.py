@@ -3,7 +3,15 @@ importing this package registers every table on Base.metadata."""
 
 from app.data.models.access import AdmissionBucket, AdmissionLease, Agent, AgentSession, SigninThrottle
 from app.data.models.base import Base
-from app.data.models.ledger import Account, Customer, Statement, StatementSummary, Transaction
+from app.data.models.ledger import (
+    Account,
+    BulkLoad,
+    Customer,
+    LedgerVersion,
+    Statement,
+    StatementSummary,
+    Transaction,
+)
 from app.data.models.service import Answer, ApiKey, CachedAnswer, Job, JobItem, Tenant
 
 __all__ = [
@@ -15,10 +23,12 @@ __all__ = [
     "Answer",
     "ApiKey",
     "Base",
+    "BulkLoad",
     "CachedAnswer",
     "Customer",
     "Job",
     "JobItem",
+    "LedgerVersion",
     "SigninThrottle",
     "Statement",
     "StatementSummary",

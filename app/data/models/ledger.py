@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import BYTEA, JSON, JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.data.models.base import Base, Money, created_at_column, id_column, in_
@@ -109,7 +109,7 @@ class Transaction(Base):
 
 
 class StatementSummary(Base):
-    """What an answer reads of a statement instead of its lines, kept by triggers (migration 0011):
+    """What an answer reads of a statement instead of its lines, kept by triggers (migrations 0011, 0012):
     the signed net, totals by kind and label, and the lines an answer may name."""
 
     __tablename__ = "statement_summaries"
@@ -122,5 +122,29 @@ class StatementSummary(Base):
     statement_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     tenant_id: Mapped[int] = mapped_column(BigInteger)
     net: Mapped[Decimal] = mapped_column(Numeric(18, 2))  # a sum of many numeric(14, 2) lines
-    totals: Mapped[list[dict[str, Any]]] = mapped_column(JSONB)
-    lines: Mapped[list[dict[str, Any]]] = mapped_column(JSONB)
+    # json, not jsonb: read as text, and a bulk load builds a million of these objects (migration 0012).
+    totals: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    lines: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+
+
+class LedgerVersion(Base):
+    """A tenant's ledger version: bumped by statement-level triggers whenever any of its customers,
+    accounts, statements or transactions is written, by any writer (migration 0012)."""
+
+    __tablename__ = "ledger_versions"
+
+    tenant_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger)
+
+
+class BulkLoad(Base):
+    """A tenant's last CSV load: the files' digest, its row counts, and the ledger version it left.
+    Byte-identical files while the version has not moved have nothing to write (app/data/csv_import.py)."""
+
+    __tablename__ = "bulk_loads"
+
+    tenant_id: Mapped[int] = mapped_column(BigInteger, ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True)
+    digest: Mapped[bytes] = mapped_column(BYTEA)
+    counts: Mapped[dict[str, int]] = mapped_column(JSONB)
+    ledger_version: Mapped[int] = mapped_column(BigInteger)
+    loaded_at: Mapped[datetime] = created_at_column()
