@@ -132,7 +132,11 @@ def main(argv: list[str] | None = None) -> None:
         _run(["tenants", "create", "bulk", "--name", "Bulk Bank"], env)
         csv_args = ["import", "--tenant", "bulk", *(a for name, p in files.items() for a in (f"--{name}", str(p)))]
         rows = []
-        runs = (("CSV first load", []), ("CSV unchanged re-load", []), ("  the same, --force", ["--force"]))
+        runs: list[tuple[str, list[str]]] = [
+            ("CSV first load", []),
+            ("CSV unchanged re-load", []),
+            ("  the same, --force", ["--force"]),
+        ]
         for label, extra in runs:
             seconds, memory = _run([*csv_args, *extra], env)
             rows.append((label, args.transactions, seconds, memory))
