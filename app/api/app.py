@@ -90,7 +90,11 @@ def _stdlib_logging() -> LoggingConfig:
         structlog.processors.format_exc_info,
         structlog.processors.JSONRenderer(serializer=_json_text),
     ]
-    return LoggingConfig(formatters={"standard": {"()": structlog.stdlib.ProcessorFormatter, "processors": processors}})
+    return LoggingConfig(
+        formatters={"standard": {"()": structlog.stdlib.ProcessorFormatter, "processors": processors}},
+        # httpx logs each request at INFO (the engines' clients: a line per health check, per answer).
+        loggers={"httpx": {"level": "WARNING"}},
+    )
 
 
 def _structlog(settings: Settings) -> StructlogPlugin:
