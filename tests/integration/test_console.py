@@ -23,7 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.api.app import create_app
 from app.api.console.views import statement_view
 from app.api.waterfall import STAGES
-from app.cli import DEMO_AGENT, demo_agents, main
+from app.cli import main
+from app.cli.demo import DEMO_AGENT, demo_agents
 from app.data.agents import Identity, authenticate, create_agent, disable_agent
 from app.data.database import autocommit, create_engine
 from app.data.history import load_history
