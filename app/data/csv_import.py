@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import asyncpg
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data import bulk_loads
@@ -139,16 +138,20 @@ async def load_csv(
     if problems:
         raise ImportRejected("\n".join(problems))
     report = ImportReport(tenant=tenant_slug)
+    changed = []
     for table in tables:
         merge = Statement(table.merge())
         created, updated, staged = await raw.fetchrow(merge.sql, *merge.args({"tenant_id": tenant}))
         report.tables[table.name] = Counts(created=created, updated=updated, unchanged=staged - created - updated)
-        if created or updated:  # the next table's merge joins this one: plan it with what is there now
-            await raw.execute(f"ANALYZE {table.name}")
+        if created or updated:
+            changed.append(table.name)
+            if table is not tables[-1]:  # the next table's merge joins this one: plan it with what is there now
+                await raw.execute(f"ANALYZE {table.name}")
     if "statements" in files:
         touched = await raw.fetch(_TOUCHED.sql, *_TOUCHED.args({"tenant_id": tenant}))
         await check_no_overlap(conn, [r["id"] for r in touched])
-    await conn.execute(text("ANALYZE customers, accounts, statements, transactions, statement_summaries"))
+    if changed:  # the statistics the answers' queries are planned with: the last table, the summaries
+        await raw.execute(f"ANALYZE {changed[-1]}, statement_summaries")
     staged = {name: c.created + c.updated + c.unchanged for name, c in report.tables.items()}
     await bulk_loads.record(raw, tenant, files_digest, staged)
     return report
