@@ -58,7 +58,8 @@ class BatchWorker:
             if principal is None:
                 error = "the tenant no longer exists"
             else:
-                ask = Ask(principal=principal, request=item_request(item.request), channel="batch", today=date.today())
+                request = item_request(item.request)
+                ask = Ask(principal=principal, request=request, channel="batch", today=date.today(), origin="job")
                 result = msgspec.json.encode(await self.answers.explain(ask)).decode()
         except NotFound as exc:
             error = f"not_found: {exc}"

@@ -78,6 +78,7 @@ def lookup(ask: Ask, llm: Engine | None) -> Lookup | None:
         question=question,
         audit_id=ask.audit_id,
         channel=ask.channel,
+        origin=ask.origin,
         # The hit's audit row is written before the statement ends: it holds the stages up to it.
         timings=msgspec.json.encode(stopwatch.snapshot()).decode(),
         stage_starts=msgspec.json.encode(stopwatch.starts).decode(),

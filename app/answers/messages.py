@@ -25,7 +25,7 @@ from app.domain.facts import BillFacts
 from app.domain.plan import AnyClaim
 from app.domain.reasons import Reason
 from app.domain.records import AccountHistory
-from app.domain.vocabulary import Channel, Intent, Locale, Source
+from app.domain.vocabulary import Channel, Intent, Locale, Origin, Source
 from app.prompts import PROMPT_VERSION
 from app.timing import Stopwatch
 
@@ -46,8 +46,9 @@ class Ask:
     # This request's audit row, for a caller that links to it (a cache hit answers with the
     # original answer's id).
     audit_id: uuid.UUID = field(default_factory=uuid.uuid4)
-    # The intent's canonical question (precompute, the fill after a miss): only its answer is cached.
-    canonical: bool = False
+    # "fill": the intent's canonical question (precompute, the fill after a miss), the only answers
+    # cached; "job": an item of a batch job; "request": anyone else. Kept in the audit row.
+    origin: Origin = "request"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

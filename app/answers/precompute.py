@@ -70,5 +70,5 @@ async def precompute(
             as_of=today,
             channel="batch",
         )
-        ask = Ask(principal=principal, request=request, channel="batch", today=today, canonical=True)
+        ask = Ask(principal=principal, request=request, channel="batch", today=today, origin="fill")
         on_done(await answers.explain(ask))

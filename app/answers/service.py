@@ -104,7 +104,7 @@ class AnswerService:
                 yield Final(turn)
                 return
             yield Facts(respond(turn, explanation="", source="fallback", model=None, usage=None))
-            if ask.use_cache and not ask.canonical:
+            if ask.use_cache and ask.origin != "fill":
                 self._fill_cache_later(turn)
             if self.llm is not None and turn.intent != "out_of_scope":  # a polite refusal needs no model
                 outcome = None
@@ -183,7 +183,7 @@ class AnswerService:
             locale=turn.locale,
             channel="batch",
         )
-        ask = Ask(principal=turn.ask.principal, request=request, channel="batch", today=turn.as_of, canonical=True)
+        ask = Ask(principal=turn.ask.principal, request=request, channel="batch", today=turn.as_of, origin="fill")
         task = asyncio.get_running_loop().create_task(self._fill(ask))
         self._filling[key] = task
         task.add_done_callback(lambda _: self._filling.pop(key, None))
@@ -255,7 +255,7 @@ class AnswerService:
             explanation = self._deterministic(turn)
         answer = respond(turn, explanation=explanation, source=source, model=model, usage=usage, plan=plan)
         key = cache.key(turn, self.llm)
-        if source == "model" and turn.ask.canonical and key is not None:  # checked canonical answers only
+        if source == "model" and turn.ask.origin == "fill" and key is not None:  # checked canonical answers only
             labels = label_keys(turn.facts.labels)
             async with autocommit(self.db) as conn:
                 await cache.store(conn, key, msgspec.json.encode(answer).decode(), labels)
@@ -272,6 +272,7 @@ class AnswerService:
             account_id=turn.history.account_id,
             statement_id=turn.facts.statement.id,
             channel=ask.channel,
+            origin=ask.origin,
             question=ask.request.question,
             locale=answer.locale,
             answer=msgspec.json.encode(answer).decode(),

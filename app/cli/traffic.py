@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -53,6 +54,29 @@ def traffic_generate(
     )
     out.write_bytes(dumps(arrivals))
     click.echo(f"{len(arrivals)} requests over {duration:g} s ({process}) written to {out}")
+
+
+_WHEN = click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%d %H:%M:%S"])
+
+
+@traffic.command("export")
+@click.option("--since", type=_WHEN, required=True, help="From this instant (UTC unless it says), inclusive.")
+@click.option("--until", type=_WHEN, required=True, help="To this instant, exclusive.")
+@click.option("--tenant", help="Only this tenant's requests.")
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), required=True)
+@click.option("--keep-text", is_flag=True, help="Keep the questions as typed (names, numbers, e-mails, phones).")
+def traffic_export(since: datetime, until: datetime, tenant: str | None, out: Path, keep_text: bool) -> None:
+    """Write a traffic file from the audit rows: the requests answered between --since and --until,
+    with their timing, for `replay` (and `--speed`). Personal data in the questions is replaced by
+    placeholders unless --keep-text."""
+    from app.replay.traffic import dumps, export
+
+    since, until = (when if when.tzinfo else when.replace(tzinfo=UTC) for when in (since, until))
+    arrivals = in_transaction(lambda conn: export(conn, since, until, tenant, keep_text=keep_text))
+    out.write_bytes(dumps(arrivals))
+    span = f" over {arrivals[-1].at:g} s" if arrivals else ""
+    masked = "as typed" if keep_text else "personal data masked"
+    click.echo(f"{len(arrivals)} requests{span} written to {out} ({masked})")
 
 
 @click.command("replay")

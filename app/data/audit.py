@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data.models import Account, Answer
 from app.data.sql import Statement
-from app.domain.vocabulary import Channel, Intent, Locale, Source
+from app.domain.vocabulary import Channel, Intent, Locale, Origin, Source
 
 
 class AuditRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -26,6 +26,7 @@ class AuditRow(msgspec.Struct, frozen=True, kw_only=True):
     account_id: int
     statement_id: int
     channel: Channel
+    origin: Origin
     question: str
     locale: Locale
     answer: str

@@ -15,7 +15,7 @@ from app.data.audit import insert_answer, json_parameter
 from app.data.database import driver_of
 from app.data.sql import Statement
 from app.domain.records import AccountHistory
-from app.domain.vocabulary import Channel, Intent, Locale
+from app.domain.vocabulary import Channel, Intent, Locale, Origin
 from app.errors import UnreadableData
 
 # One statement, one round trip, whose cost does not grow with the statements' length: the account,
@@ -101,6 +101,7 @@ _SERVED = insert_answer(
         "account_id": "hit.account_id",
         "statement_id": "hit.statement_id",
         "channel": ":channel",
+        "origin": ":origin",
         "question": ":question",
         "locale": "hit.locale",
         "answer": f"hit.answer || jsonb_build_object('source', 'cache', 'timings_ms', {json_parameter('timings')})",
@@ -162,6 +163,7 @@ class Lookup(msgspec.Struct, frozen=True, kw_only=True):
     question: str
     audit_id: uuid.UUID
     channel: Channel
+    origin: Origin
     timings: str  # JSON, as the audit row keeps them
     stage_starts: str
 

@@ -17,6 +17,9 @@ PriorityClass = Literal["interactive", "standard", "batch"]
 Intent = Literal["bill_change", "charge", "fees_interest", "payment", "out_of_scope"]
 # Where a served text came from: the validated model answer, the deterministic one, the answer cache.
 Source = Literal["model", "fallback", "cache"]
+# Who asked: a caller over HTTP, the batch worker for a job's item, or the service itself filling the
+# answer cache (precompute, the fill after a miss). Only requests are traffic to replay.
+Origin = Literal["request", "job", "fill"]
 TransactionKind = Literal["purchase", "refund", "fee", "interest", "payment", "adjustment"]
 # The LLM engine: llama.cpp in-process (CPU), an SGLang server, or none (deterministic answers only).
 EngineKind = Literal["embedded", "sglang", "off"]
@@ -39,6 +42,7 @@ CHANNELS: tuple[Channel, ...] = get_args(Channel)
 PRIORITY_CLASSES: tuple[PriorityClass, ...] = get_args(PriorityClass)
 INTENTS: tuple[Intent, ...] = get_args(Intent)
 SOURCES: tuple[Source, ...] = get_args(Source)
+ORIGINS: tuple[Origin, ...] = get_args(Origin)
 TRANSACTION_KINDS: tuple[TransactionKind, ...] = get_args(TransactionKind)
 ENGINE_KINDS: tuple[EngineKind, ...] = get_args(EngineKind)
 CHAT_TEMPLATES: tuple[ChatTemplate, ...] = get_args(ChatTemplate)

@@ -82,6 +82,8 @@ async def replay(
 
     async def one(arrival: Arrival, scheduled: float) -> None:
         question = {"account_ref": arrival.account_ref, "question": arrival.question, "locale": arrival.locale}
+        if arrival.as_of is not None:
+            question["as_of"] = arrival.as_of.isoformat()
         widget = arrival.channel == "widget"
         if widget:
             token = tokens[(arrival.tenant, arrival.customer_ref)]

@@ -1,22 +1,25 @@
-"""Traffic files: one JSON object per line, arrivals in time order, made from the seeded data.
+"""Traffic files: one JSON object per line, arrivals in time order, made from the seeded data
+(`generate`) or from the audit rows of the traffic a bank really had (`export`).
 
 {"at": 0.412, "tenant": "northbridge", "channel": "widget", "account_ref": "A-1042",
- "question": "Did my payment arrive?", "locale": "en", "customer_ref": "C-1042"}
+ "question": "Did my payment arrive?", "locale": "en", "customer_ref": "C-1042", "as_of": "2026-11-10"}
 
 Channels: `widget` (a customer in the chat widget: a session token, then the SSE stream), `api`
-and `batch` (POST /v1/explanations).
+and `batch` (POST /v1/explanations). `as_of`, when set, is the date the question was asked about.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterator, Sequence
+from datetime import date, datetime
 
 import msgspec
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.domain.vocabulary import Channel, Locale
+from app.replay.pii import mask
 
 # (intent, share, English questions, Chinese questions): the mix customers send after a statement.
 QUESTION_MIX = [
@@ -39,6 +42,7 @@ class Arrival(msgspec.Struct, frozen=True, kw_only=True):
     question: str
     locale: Locale
     customer_ref: str = ""  # whose session token the widget holds
+    as_of: date | None = None
 
 
 async def population(conn: AsyncConnection, tenants: Sequence[str]) -> dict[str, list[tuple[str, Locale, str]]]:
@@ -117,3 +121,42 @@ def dumps(arrivals: Sequence[Arrival]) -> bytes:
 def loads(data: bytes) -> list[Arrival]:
     decoder = msgspec.json.Decoder(Arrival)
     return [decoder.decode(line) for line in data.splitlines() if line.strip()]
+
+
+# The requests answered between two instants, by arrival: the audit row is written as the answer
+# ends, `timings.total` after the request arrived. The console's questions are left out (agents at a
+# form; replay plays widget, api and batch), and so is what the service asked itself (cache fills)
+# and batch jobs' items (their job was one request).
+_ANSWERED = text("""
+SELECT t.slug, a.channel, acc.ref AS account_ref, c.ref AS customer_ref, c.name, a.question, a.locale,
+       CAST(a.answer -> 'payment' ->> 'as_of' AS date) AS as_of,
+       a.created_at - make_interval(secs => COALESCE(CAST(a.timings ->> 'total' AS float8), 0) / 1000) AS arrived
+FROM answers a
+JOIN tenants t ON t.id = a.tenant_id
+JOIN accounts acc ON acc.tenant_id = a.tenant_id AND acc.id = a.account_id
+JOIN customers c ON c.tenant_id = acc.tenant_id AND c.id = acc.customer_id
+WHERE a.created_at >= :since AND a.created_at < :until AND a.origin = 'request' AND a.channel <> 'console'
+  AND (CAST(:tenant AS text) IS NULL OR t.slug = :tenant)
+ORDER BY arrived, a.id""")
+
+
+async def export(
+    conn: AsyncConnection, since: datetime, until: datetime, tenant: str | None, *, keep_text: bool = False
+) -> list[Arrival]:
+    """The answered requests as a traffic file's arrivals, times from the first; personal data in
+    the questions replaced (app/replay/pii.py) unless `keep_text`."""
+    rows = (await conn.execute(_ANSWERED, {"since": since, "until": until, "tenant": tenant})).all()
+    first = rows[0].arrived if rows else None
+    return [
+        Arrival(
+            at=round((row.arrived - first).total_seconds(), 4),
+            tenant=row.slug,
+            channel=row.channel,
+            account_ref=row.account_ref,
+            question=row.question if keep_text else mask(row.question, names=[row.name]),
+            locale=row.locale,
+            customer_ref=row.customer_ref,
+            as_of=row.as_of,
+        )
+        for row in rows
+    ]

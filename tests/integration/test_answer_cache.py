@@ -290,3 +290,16 @@ def test_precompute_fills_the_cache_for_recently_closed_statements(
     assert "0 statements answered" in again.output  # nothing left to do
     priorities = {r["priority"] for r in fake_sglang.fake.requests}
     assert priorities == {0}  # batch level
+
+    async def origins() -> list[str]:
+        engine = create_engine(database_url)
+        async with engine.connect() as conn:
+            rows = await conn.execute(
+                text("SELECT a.origin FROM answers a JOIN tenants t ON t.id = a.tenant_id WHERE t.slug = :s"),
+                {"s": slug},
+            )
+            found = list(rows.scalars())
+        await engine.dispose()
+        return found
+
+    assert asyncio.run(origins()) == ["fill", "fill"]  # the service asked itself: no traffic to replay

@@ -67,7 +67,7 @@ ITEMS = [
 ]
 
 
-async def test_every_item_ends_with_an_answer_or_a_reason(jobs_client: Any, bank: Any) -> None:
+async def test_every_item_ends_with_an_answer_or_a_reason(jobs_client: Any, bank: Any, engine: AsyncEngine) -> None:
     r = await jobs_client.post("/v1/explanations:batch", json={"items": ITEMS}, headers=auth(bank))
     assert r.status_code == 202
     assert r.json()["total"] == 3
@@ -79,6 +79,9 @@ async def test_every_item_ends_with_an_answer_or_a_reason(jobs_client: Any, bank
     assert second["answer"]["locale"] == "zh-CN"
     assert missing["status"] == "error"
     assert missing["error"].startswith("not_found")
+    async with engine.connect() as conn:  # audited as a job's items, not as requests of their own
+        origins = await conn.execute(text("SELECT origin FROM answers WHERE tenant_id = :t"), {"t": bank.id})
+        assert list(origins.scalars()) == ["job", "job"]
 
 
 async def test_a_repeated_idempotency_key_returns_the_same_job(jobs_client: Any, bank: Any, make_tenant: Any,

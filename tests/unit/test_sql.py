@@ -20,6 +20,7 @@ ROW = AuditRow(
     account_id=2,
     statement_id=3,
     channel="api",
+    origin="request",
     question="Why is my bill higher?",
     locale="en",
     answer='{"explanation": "..."}',
@@ -95,6 +96,7 @@ def test_a_lookup_and_the_request_bind_every_parameter_of_the_history_statements
         question="Why?",
         audit_id=uuid.UUID(int=1),
         channel="api",
+        origin="request",
         timings="{}",
         stage_starts="{}",
     )
@@ -102,4 +104,4 @@ def test_a_lookup_and_the_request_bind_every_parameter_of_the_history_statements
     where |= {"question_lower": "why?"}
     assert len(history._HISTORY_SQL.args(where)) == len(history._HISTORY_SQL.names) == 5
     hit = history._HISTORY_OR_HIT_SQL
-    assert len(hit.args(msgspec.structs.asdict(lookup) | where)) == len(hit.names) == 16
+    assert len(hit.args(msgspec.structs.asdict(lookup) | where)) == len(hit.names) == 17

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from sqlalchemy.sql.elements import conv
 
 from app.data.models.base import Base, created_at_column, id_column, in_
-from app.domain.vocabulary import CHANNELS, PRIORITY_CLASSES, SOURCES
+from app.domain.vocabulary import CHANNELS, ORIGINS, PRIORITY_CLASSES, SOURCES
 
 
 class Tenant(Base):
@@ -74,6 +74,7 @@ class Answer(Base):
         ForeignKeyConstraint(["tenant_id", "statement_id"], ["statements.tenant_id", "statements.id"]),
         CheckConstraint(in_("channel", CHANNELS), name="channel"),
         CheckConstraint(in_("source", SOURCES), name="source"),
+        CheckConstraint(in_("origin", ORIGINS), name="origin"),
         Index(None, "tenant_id", "created_at"),
         Index(None, "account_id", "created_at"),  # the console's answers for an account
     )
@@ -83,6 +84,7 @@ class Answer(Base):
     account_id: Mapped[int] = mapped_column(BigInteger)
     statement_id: Mapped[int] = mapped_column(BigInteger)
     channel: Mapped[str] = mapped_column(String(16))
+    origin: Mapped[str] = mapped_column(String(8), server_default="request")  # who asked: traffic or the service
     question: Mapped[str] = mapped_column(Text)
     locale: Mapped[str] = mapped_column(String(8))
     answer: Mapped[dict[str, Any]] = mapped_column(JSONB)
