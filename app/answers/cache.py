@@ -5,29 +5,26 @@ stored — by precompute, or by a canonical generation queued at batch priority 
 hit is served only to questions classified to that intent. A customer's own free-text question
 never becomes another question's answer, so an instruction smuggled into a question cannot either.
 
-The key holds everything an answer depends on — the statement's data version (bumped by triggers
-when its transactions or payments change), the intent, the locale, the prompt version, the engine
-profile (model, quantization, engine build) and the as-of date — so a hit can never describe stale
-data, another template or another engine. Charge questions are not cached: their answer depends on
-which charge the question names.
+The key is what the answer was built from: a digest of its facts (app/domain/facts.py
+`facts_digest`, where the as-of date counts only as whether the due date has passed), the intent,
+the locale, the prompt version and the engine profile (model, quantization, engine build). So a hit
+states exactly the facts a fresh answer would, from the same template and engine; the same facts on
+the next day hit, and a payment, a new line or the due date passing miss. Charge questions are not
+cached: their answer depends on which charge the question names.
 
-A hit is looked up with the account's records, and audited, by the statement that reads them
-(app/data/history.py): one round trip. With the answer the cache keeps the statement's labels, so
-that statement can tell a bill-change question that names a merchant (a charge question) from one
-that does not.
+A hit is looked up once the facts are computed, and audited by the same statement
+(app/data/audit.py `serve_cached`); the answer served carries this request's as-of date and timings.
 """
 
 from __future__ import annotations
-
-from datetime import date
 
 import msgspec
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.answers.messages import Ask, Turn
-from app.data.history import Lookup
-from app.domain.intents import CANONICAL_QUESTIONS, provisional
+from app.answers.messages import Turn
+from app.domain.facts import facts_digest
+from app.domain.intents import CANONICAL_QUESTIONS
 from app.domain.vocabulary import Intent, Locale
 from app.inference.engine import Engine
 from app.prompts import PROMPT_VERSION
@@ -38,51 +35,44 @@ CACHEABLE_INTENTS: frozenset[Intent] = frozenset(CANONICAL_QUESTIONS)
 class CacheKey(msgspec.Struct, frozen=True, kw_only=True):
     tenant_id: int
     statement_id: int
-    data_version: int
+    facts_digest: str
     intent: Intent
     locale: Locale
     prompt_version: str
     engine_profile: str
-    as_of: date
 
 
 _STORE = text("""
-INSERT INTO answer_cache (tenant_id, statement_id, data_version, intent, locale, prompt_version, engine_profile,
-                          as_of, answer, labels)
-VALUES (:tenant_id, :statement_id, :data_version, :intent, :locale, :prompt_version, :engine_profile, :as_of,
-        CAST(:answer AS jsonb), :labels)
+INSERT INTO answer_cache (tenant_id, statement_id, facts_digest, intent, locale, prompt_version, engine_profile,
+                          data_version, answer)
+VALUES (:tenant_id, :statement_id, :facts_digest, :intent, :locale, :prompt_version, :engine_profile,
+        :data_version, CAST(:answer AS jsonb))
 ON CONFLICT ON CONSTRAINT uq_answer_cache_key DO NOTHING
 """)
 
 
-async def store(conn: AsyncConnection, key: CacheKey, answer_json: str, labels: list[str]) -> None:
-    await conn.execute(_STORE, {**msgspec.structs.asdict(key), "answer": answer_json, "labels": labels})
+async def store(conn: AsyncConnection, key: CacheKey, data_version: int, answer_json: str) -> None:
+    """`data_version`: the statement's as the answer was made (precompute skips statements answered at theirs)."""
+    values = {**msgspec.structs.asdict(key), "data_version": data_version, "answer": answer_json}
+    await conn.execute(_STORE, values)
 
 
-def lookup(ask: Ask, llm: Engine | None) -> Lookup | None:
-    """What the answer cache is asked, if the question may have a cached answer: a validated model
-    answer to the intent's canonical question about the same data, template and engine."""
-    if llm is None or not ask.use_cache:
-        return None
-    question, stopwatch = ask.request.question, ask.stopwatch
-    intent, labels_matter = provisional(question)
-    if intent not in CACHEABLE_INTENTS:
-        return None
-    return Lookup(
-        intent=intent,
-        locale=ask.request.locale,
-        prompt_version=PROMPT_VERSION,
-        engine_profile=llm.profile,
-        customer_ref=ask.customer_ref,
-        labels_matter=labels_matter,
-        question=question,
-        audit_id=ask.audit_id,
-        channel=ask.channel,
-        origin=ask.origin,
+def hit_values(turn: Turn, key: CacheKey) -> dict[str, object]:
+    """What app/data/audit.py `serve_cached` looks up and audits a hit with: the key, and this
+    request's row."""
+    ask, stopwatch = turn.ask, turn.ask.stopwatch
+    return {
+        **msgspec.structs.asdict(key),
+        "id": ask.audit_id,
+        "account_id": turn.history.account_id,
+        "channel": ask.channel,
+        "origin": ask.origin,
+        "question": ask.request.question,
+        "as_of": turn.as_of,
         # The hit's audit row is written before the statement ends: it holds the stages up to it.
-        timings=msgspec.json.encode(stopwatch.snapshot()).decode(),
-        stage_starts=msgspec.json.encode(stopwatch.starts).decode(),
-    )
+        "timings": msgspec.json.encode(stopwatch.snapshot()).decode(),
+        "stage_starts": msgspec.json.encode(stopwatch.starts).decode(),
+    }
 
 
 def key(turn: Turn, llm: Engine | None) -> CacheKey | None:
@@ -92,10 +82,9 @@ def key(turn: Turn, llm: Engine | None) -> CacheKey | None:
     return CacheKey(
         tenant_id=turn.ask.principal.tenant_id,
         statement_id=turn.facts.statement.id,
-        data_version=turn.history.statements[-1].data_version,
+        facts_digest=facts_digest(turn.facts),
         intent=turn.intent,
         locale=turn.locale,
         prompt_version=PROMPT_VERSION,
         engine_profile=llm.profile,
-        as_of=turn.as_of,
     )

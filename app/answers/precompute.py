@@ -16,7 +16,9 @@ from app.domain.intents import CANONICAL_QUESTIONS
 from app.domain.vocabulary import Locale
 from app.prompts import PROMPT_VERSION
 
-# The latest statement of each account that closed recently and has no fresh cached answer.
+# The latest statement of each account that closed recently and has no cached answer made at its
+# current data version. (Its facts may still have moved since, by the due date passing: the first
+# question after that misses and is filled then.)
 _WANTED = text("""
 SELECT s.tenant_id, a.ref, s.period_end, c.locale
 FROM accounts a
@@ -28,7 +30,7 @@ WHERE s.period_end >= :since AND s.period_end <= :today
   AND NOT EXISTS (SELECT 1 FROM answer_cache k
                   WHERE k.tenant_id = s.tenant_id AND k.statement_id = s.id AND k.data_version = s.data_version
                     AND k.intent = 'bill_change' AND k.locale = c.locale AND k.prompt_version = :prompt_version
-                    AND k.engine_profile = :engine_profile AND k.as_of = :today)
+                    AND k.engine_profile = :engine_profile)
 ORDER BY s.tenant_id, a.ref
 """)
 

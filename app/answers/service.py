@@ -26,13 +26,13 @@ from app.answers.cache import CacheKey
 from app.answers.generation import Outcome, generate, plan_job
 from app.answers.messages import Ask, ChatEvent, Delta, Facts, Final, Replace, Turn, final_answer, respond
 from app.answers.schemas import ExplanationRequest, ExplanationResponse
-from app.data.audit import AuditRow, record_answer
+from app.data.audit import AuditRow, record_answer, serve_cached
 from app.data.database import autocommit, driver_options
 from app.data.driver_pool import DriverPool
-from app.data.history import load_records
+from app.data.history import load_history
 from app.data.tenants import Principal, principal_for
 from app.domain.facts import compute_facts
-from app.domain.intents import CANONICAL_QUESTIONS, classify, label_keys, mentioned
+from app.domain.intents import CANONICAL_QUESTIONS, classify, mentioned
 from app.domain.priority import QUEUE_DEADLINE_S, effective_level
 from app.domain.reasons import Reason
 from app.domain.vocabulary import Source
@@ -98,10 +98,11 @@ class AnswerService:
     async def _converse(self, ask: Ask) -> AsyncGenerator[ChatEvent, None]:
         async with self._admitted(ask) as level:
             turn = await self._turn(ask, level)
-            if isinstance(turn, ExplanationResponse):  # a cache hit, audited as it was found
-                yield Facts(msgspec.structs.replace(turn, explanation=""))
-                yield Delta(turn.explanation)
-                yield Final(turn)
+            hit = await self._cached(turn)
+            if hit is not None:  # audited as it was found
+                yield Facts(msgspec.structs.replace(hit, explanation=""))
+                yield Delta(hit.explanation)
+                yield Final(hit)
                 return
             yield Facts(respond(turn, explanation="", source="fallback", model=None, usage=None))
             if ask.use_cache and ask.origin != "fill":
@@ -133,28 +134,29 @@ class AnswerService:
             stopwatch.record("admission", stopwatch.elapsed_ms() - wait_ms, wait_ms)
             yield level
 
-    async def _turn(self, ask: Ask, level: int) -> Turn | ExplanationResponse:
-        """The question with the facts it is answered from; or, when a validated answer to it is cached,
-        that answer, found and audited with the records' round trip (app/data/history.py)."""
+    async def _cached(self, turn: Turn) -> ExplanationResponse | None:
+        """The validated answer cached for these very facts (app/answers/cache.py), audited as it
+        is found; the original answer, its id included, with this request's as-of date and timings."""
+        ask = turn.ask
+        key = cache.key(turn, self.llm) if ask.use_cache and ask.origin != "fill" else None
+        if key is None:
+            return None
+        with ask.stopwatch.stage("cache"):
+            async with self.pool.connection() as conn:
+                served = await serve_cached(conn, cache.hit_values(turn, key))
+        if served is None:
+            return None
+        ANSWERS_BY("cache").inc()
+        return msgspec.structs.replace(_decode_answer(served), timings_ms=ask.stopwatch.snapshot())
+
+    async def _turn(self, ask: Ask, level: int) -> Turn:
+        """The question with the facts it is answered from."""
         request, stopwatch = ask.request, ask.stopwatch
         as_of = request.as_of or ask.today
-        lookup = cache.lookup(ask, self.llm)
         with stopwatch.stage("db"):
             async with self.pool.connection() as conn:
-                records = await load_records(
-                    conn,
-                    ask.principal.tenant_id,
-                    request.account_ref,
-                    request.statement_period_end,
-                    as_of,
-                    request.question,
-                    lookup,
-                )
-        if records is not None and records.served is not None:
-            ANSWERS_BY("cache").inc()
-            # The original answer, its id included; only the source and the timings are this request's.
-            return msgspec.structs.replace(_decode_answer(records.served), timings_ms=stopwatch.snapshot())
-        history = records.history if records is not None else None
+                tenant, period_end = ask.principal.tenant_id, request.statement_period_end
+                history = await load_history(conn, tenant, request.account_ref, period_end, as_of, request.question)
         # Another customer's account is exactly as unknown as a missing one.
         if history is None or (ask.customer_ref is not None and history.customer_ref != ask.customer_ref):
             raise NotFound(f"account {request.account_ref!r} not found")
@@ -256,9 +258,9 @@ class AnswerService:
         answer = respond(turn, explanation=explanation, source=source, model=model, usage=usage, plan=plan)
         key = cache.key(turn, self.llm)
         if source == "model" and turn.ask.origin == "fill" and key is not None:  # checked canonical answers only
-            labels = label_keys(turn.facts.labels)
+            data_version = turn.history.statements[-1].data_version
             async with autocommit(self.db) as conn:
-                await cache.store(conn, key, msgspec.json.encode(answer).decode(), labels)
+                await cache.store(conn, key, data_version, msgspec.json.encode(answer).decode())
         return await self._audit(turn, answer, reason), reason
 
     async def _audit(self, turn: Turn, answer: ExplanationResponse, reason: Reason | None) -> ExplanationResponse:

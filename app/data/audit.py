@@ -40,8 +40,8 @@ class AuditRow(msgspec.Struct, frozen=True, kw_only=True):
     stage_starts: str
 
 
-# The columns of `answers`, written once: AuditRow's fields. Both inserts (an answer's row here, a
-# cache hit's in app/data/history.py) name each column's value, so none can land in another column.
+# The columns of `answers`, written once: AuditRow's fields. Both inserts (an answer's row, a cache
+# hit's) name each column's value, so none can land in another column.
 AUDIT_COLUMNS: tuple[str, ...] = AuditRow.__struct_fields__
 
 
@@ -65,6 +65,53 @@ _INSERT = Statement(insert_answer({c: json_parameter(c) if c in _JSON_COLUMNS el
 async def record_answer(conn: asyncpg.Connection, row: AuditRow) -> None:
     """On an asyncpg connection (app/data/driver_pool.py): committed (synchronously, durable) when this returns."""
     await conn.execute(_INSERT.sql, *_INSERT.args(row))
+
+
+# The answer cached under the whole key (app/answers/cache.py), found and audited in one statement
+# (committed, synchronously, as it ends): the row repeats the cached answer with source `cache`, this
+# request's as-of date and timings, and the original answer's id. No row: no hit.
+_SERVED_ROW = insert_answer(
+    {
+        "id": ":id",
+        "tenant_id": ":tenant_id",
+        "account_id": ":account_id",
+        "statement_id": ":statement_id",
+        "channel": ":channel",
+        "origin": ":origin",
+        "question": ":question",
+        "locale": ":locale",
+        "answer": "hit.answer || jsonb_build_object('source', 'cache', 'timings_ms', "
+        f"{json_parameter('timings')}, 'payment', (hit.answer -> 'payment') || "
+        "jsonb_build_object('as_of', CAST(:as_of AS date)))",
+        "source": "'cache'",
+        "intent": ":intent",
+        "prompt_version": ":prompt_version",
+        "model": "hit.answer ->> 'model'",
+        "usage": "NULLIF(hit.answer -> 'usage', 'null')",
+        "fallback_reason": "NULL",
+        "timings": json_parameter("timings"),
+        "stage_starts": json_parameter("stage_starts"),
+    }
+)
+_SERVED = Statement(f"""
+WITH hit AS (
+    SELECT answer FROM answer_cache
+    WHERE tenant_id = :tenant_id AND statement_id = :statement_id AND facts_digest = :facts_digest
+      AND intent = :intent AND locale = :locale AND prompt_version = :prompt_version
+      AND engine_profile = :engine_profile
+),
+served AS (
+{_SERVED_ROW}
+    FROM hit
+    RETURNING answer
+)
+SELECT CAST(answer AS text) FROM served""")
+
+
+async def serve_cached(conn: asyncpg.Connection, values: Mapping[str, object]) -> str | None:
+    """The cached answer (JSON) for the key in `values`, its audit row committed; None on a miss."""
+    row = await conn.fetchrow(_SERVED.sql, *_SERVED.args(values))
+    return None if row is None else str(row[0])
 
 
 class AnswerBrief(msgspec.Struct, frozen=True, kw_only=True):

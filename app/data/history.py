@@ -1,21 +1,16 @@
-"""Reads one account's statement history in a single round trip, always scoped by tenant; or,
-when the question has a cached answer, serves and audits that answer in that same round trip."""
+"""Reads one account's statement history in a single round trip, always scoped by tenant."""
 
 from __future__ import annotations
 
-import uuid
 from datetime import date
-from typing import NamedTuple
 
 import asyncpg
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.data.audit import insert_answer, json_parameter
 from app.data.database import driver_of
 from app.data.sql import Statement
 from app.domain.records import AccountHistory
-from app.domain.vocabulary import Channel, Intent, Locale, Origin
 from app.errors import UnreadableData
 
 # One statement, one round trip, whose cost does not grow with the statements' length: the account,
@@ -86,134 +81,32 @@ json_build_object(
 )::text"""
 _HISTORY_SQL = Statement(f"WITH {_CTES}\nSELECT {_HISTORY}\nFROM acct")
 
-# With a Lookup (its fields by name, :question_lower its question lowercased as `classify` searches it):
-# first the answer cached under the whole key (app/answers/cache.py) for the statement asked about
-# — the latest, or exactly the one named — at its data version, of the chat widget's customer when
-# one asks, unless the question names one of the statement's labels where that makes it a charge
-# question (strpos is `classify`'s `in`). A hit is audited by this statement (committed,
-# synchronously, as it ends): the row repeats the cached answer with its source and this request's
-# timings; the history, which the hit does not need, is then not read (a CASE evaluates its
-# subqueries only when reached).
-_SERVED = insert_answer(
-    {
-        "id": ":audit_id",
-        "tenant_id": ":tenant_id",
-        "account_id": "hit.account_id",
-        "statement_id": "hit.statement_id",
-        "channel": ":channel",
-        "origin": ":origin",
-        "question": ":question",
-        "locale": "hit.locale",
-        "answer": f"hit.answer || jsonb_build_object('source', 'cache', 'timings_ms', {json_parameter('timings')})",
-        "source": "'cache'",
-        "intent": ":intent",
-        "prompt_version": ":prompt_version",
-        "model": "hit.answer ->> 'model'",
-        "usage": "NULLIF(hit.answer -> 'usage', 'null')",
-        "fallback_reason": "NULL",
-        "timings": json_parameter("timings"),
-        "stage_starts": json_parameter("stage_starts"),
-    }
-)
-_HISTORY_OR_HIT_SQL = Statement(f"""
-WITH {_CTES},
-hit AS (
-    SELECT acct.id AS account_id, s.id AS statement_id, c.locale, c.answer
-    FROM acct
-    CROSS JOIN LATERAL (
-        SELECT s.id, s.period_end, s.data_version
-        FROM statements s
-        WHERE s.tenant_id = :tenant_id AND s.account_id = acct.id
-          AND s.period_end <= COALESCE(CAST(:period_end AS date), 'infinity')
-        ORDER BY s.period_end DESC
-        LIMIT 1
-    ) s
-    JOIN answer_cache c
-      ON c.tenant_id = :tenant_id AND c.statement_id = s.id AND c.data_version = s.data_version
-     AND c.intent = :intent AND c.locale = COALESCE(CAST(:locale AS text), acct.locale)
-     AND c.prompt_version = :prompt_version AND c.engine_profile = :engine_profile AND c.as_of = CAST(:as_of AS date)
-    WHERE (CAST(:customer_ref AS text) IS NULL OR acct.customer_ref = :customer_ref)
-      AND (CAST(:period_end AS date) IS NULL OR s.period_end = :period_end)
-      AND NOT (:labels_matter
-               AND EXISTS (SELECT FROM unnest(c.labels) AS label WHERE strpos(:question_lower, label) > 0))
-),
-served AS (
-    {_SERVED}
-    FROM hit
-    RETURNING answer
-)
-SELECT CASE WHEN EXISTS (SELECT FROM served) THEN NULL ELSE {_HISTORY} END,
-       (SELECT CAST(answer AS text) FROM served)
-FROM acct
-""")
-
 _decoder = msgspec.json.Decoder(AccountHistory)
 
 
-class Lookup(msgspec.Struct, frozen=True, kw_only=True):
-    """A question as the answer cache is asked about it with the account's records: the rest of the
-    key, and the audit row a hit leaves."""
-
-    intent: Intent  # as far as the question alone decides it (app/domain/intents.py `provisional`)
-    locale: Locale | None  # None: the customer's
-    prompt_version: str
-    engine_profile: str
-    customer_ref: str | None  # only this customer's accounts (the chat widget's token)
-    labels_matter: bool  # the question is a charge question if it names one of the statement's labels
-    question: str
-    audit_id: uuid.UUID
-    channel: Channel
-    origin: Origin
-    timings: str  # JSON, as the audit row keeps them
-    stage_starts: str
-
-
-class Records(NamedTuple):
-    """What an answer reads first: the account's history, or, on a cache hit, the cached answer
-    (JSON) instead, its audit row committed. Exactly one of them."""
-
-    history: AccountHistory | None
-    served: str | None
-
-
-async def load_records(
-    conn: asyncpg.Connection,
+async def load_history(
+    conn: AsyncConnection | asyncpg.Connection,
     tenant_id: int,
     account_ref: str,
     period_end: date | None,
     as_of: date,
-    question: str,
-    lookup: Lookup | None = None,
-) -> Records | None:
-    """In one round trip. None when the tenant has no such account."""
+    question: str = "",
+) -> AccountHistory | None:
+    """In one round trip; None when the tenant has no such account (an account without statements
+    has an empty list). `question`: the lines of the merchants or fees it names are read too. On an
+    asyncpg connection (app/data/driver_pool.py), or on a SQLAlchemy one the caller holds."""
+    raw = await driver_of(conn) if isinstance(conn, AsyncConnection) else conn
     where = {
         "tenant_id": tenant_id,
         "account_ref": account_ref,
         "period_end": period_end,
         "as_of": as_of,
-        "question_lower": (lookup.question if lookup else question).lower(),
+        "question_lower": question.lower(),
     }
-    if lookup is None:
-        row = await conn.fetchrow(_HISTORY_SQL.sql, *_HISTORY_SQL.args(where))
-    else:
-        values = msgspec.structs.asdict(lookup) | where
-        row = await conn.fetchrow(_HISTORY_OR_HIT_SQL.sql, *_HISTORY_OR_HIT_SQL.args(values))
+    row = await raw.fetchrow(_HISTORY_SQL.sql, *_HISTORY_SQL.args(where))
     if row is None:
         return None
-    if lookup is not None and row[1] is not None:
-        return Records(None, row[1])
     try:
-        history = _decoder.decode(row[0])
+        return _decoder.decode(row[0])
     except msgspec.ValidationError as exc:  # e.g. a date stored as 'infinity', from before the importer refused it
         raise UnreadableData(f"account {account_ref!r} has stored data that cannot be read: {exc}") from exc
-    return Records(history, None)
-
-
-async def load_history(
-    conn: AsyncConnection | asyncpg.Connection, tenant_id: int, account_ref: str, period_end: date | None, as_of: date
-) -> AccountHistory | None:
-    """None when the tenant has no such account. An account without statements has an empty list.
-    On an asyncpg connection (app/data/driver_pool.py), or on a SQLAlchemy one the caller holds."""
-    raw = await driver_of(conn) if isinstance(conn, AsyncConnection) else conn
-    records = await load_records(raw, tenant_id, account_ref, period_end, as_of, question="")
-    return records.history if records is not None else None

@@ -13,6 +13,7 @@ does not grow with a statement's length.
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import date
@@ -83,6 +84,15 @@ class BillFacts(msgspec.Struct, frozen=True, kw_only=True):
     def labels(self) -> set[str]:
         """Every label on the statement (merchants, fee descriptions), as a question may name them."""
         return {t.label for t in self.totals}
+
+
+def facts_digest(facts: BillFacts) -> str:
+    """What an answer built from these facts can state, as a key: the facts, with the as-of date
+    reduced to what a text says of it (whether the due date has passed). The same facts on another
+    day give the same digest; a payment, a new line or the due date passing give another."""
+    fields = msgspec.structs.asdict(facts)
+    fields["as_of"] = facts.as_of > facts.statement.due_date
+    return hashlib.sha256(msgspec.json.encode(fields)).hexdigest()
 
 
 def period_lines(lines: Iterable[Line], start: date, end: date) -> list[Line]:

@@ -113,8 +113,8 @@ async def test_a_miss_caches_the_canonical_answer_which_the_next_question_gets(
     assert (first["source"], first["explanation"]) == ("model", OWN_SHOWN)
     again = await ask(llm, bank, statement_period_end="2026-10-31", question="Why did my bill go up?")
     assert (again["source"], again["explanation"]) == ("cache", SHOWN)
-    # Found and audited with the records' read: neither facts worked out, nor the engine asked.
-    assert set(again["timings_ms"]) == {"auth", "admission", "db", "total"}
+    # Found by its facts and audited in one statement: the engine is not asked.
+    assert set(again["timings_ms"]) == {"auth", "admission", "db", "facts", "cache", "total"}
     # Three audited answers: the customer's, the canonical one at batch level, and the cached one,
     # which repeats the canonical answer's id.
     rows = await audit_rows(engine, bank)
@@ -166,12 +166,11 @@ async def test_new_data_invalidates_exactly_the_affected_answers(llm: Any, bank:
     assert await source("2026-10-31") == "model"
 
 
-async def test_other_dates_templates_models_and_fallbacks_miss(
+async def test_other_languages_templates_models_and_fallbacks_miss(
     database_url: str, llm: Any, bank: Any, fake_sglang: RunningFake, engine: AsyncEngine
 ) -> None:
     assert (await ask(llm, bank))["source"] == "model"
     assert (await ask(llm, bank))["source"] == "cache"
-    assert (await ask(llm, bank, as_of="2026-11-11"))["source"] == "model"  # another as-of date
     assert (await ask(llm, bank, locale="zh-CN"))["source"] != "cache"  # another language
     async with client_for(database_url, fake_sglang, model="another/model") as other_model:
         assert (await ask(other_model, bank))["source"] == "model"  # another engine profile
@@ -191,6 +190,24 @@ async def test_other_dates_templates_models_and_fallbacks_miss(
             .all()
         )
     assert intents == ["bill_change"]
+
+
+async def test_the_same_facts_on_another_day_hit_and_say_what_a_fresh_answer_would(
+    database_url: str, llm: Any, bank: Any, fake_sglang: RunningFake, engine: AsyncEngine
+) -> None:
+    """October's statement, due 2026-11-25: asked on the 10th, the 11th and the 24th the facts are the
+    same (nothing paid, not yet due); on the 26th the due date has passed, and they are not."""
+    fake_sglang.fake.answer_for = true_to_the_prompt
+    assert (await ask(llm, bank))["source"] == "model"  # the 10th: the miss fills the cache
+    later = [await ask(llm, bank, as_of=day) for day in ("2026-11-11", "2026-11-24")]
+    assert [(a["source"], a["payment"]["as_of"]) for a in later] == [("cache", "2026-11-11"), ("cache", "2026-11-24")]
+    # Nothing served differs from what the facts of that day give: the same request without an engine.
+    async with AsyncTestClient(app=create_app(Settings.from_env({"ENGINE": "off"}), database_url)) as plain:
+        fresh = await ask(plain, bank, as_of="2026-11-24")
+    stated = ("account_ref", "currency", "statement", "totals", "drivers", "payment", "locale", "intent")
+    assert {k: later[1][k] for k in stated} == {k: fresh[k] for k in stated}
+    overdue = await ask(llm, bank, as_of="2026-11-26")  # the due date has passed: other facts
+    assert (overdue["source"], overdue["payment"]["status"]) == ("model", "overdue")
 
 
 async def test_a_hit_is_served_only_to_the_question_statement_and_customer_it_fits(

@@ -85,23 +85,14 @@ def test_the_answers_insert_takes_exactly_its_columns() -> None:
         insert_answer(values | {"extra": "NULL"})
 
 
-def test_a_lookup_and_the_request_bind_every_parameter_of_the_history_statements() -> None:
-    lookup = history.Lookup(
-        intent="bill_change",
-        locale=None,
-        prompt_version="v1",
-        engine_profile="p",
-        customer_ref=None,
-        labels_matter=False,
-        question="Why?",
-        audit_id=uuid.UUID(int=1),
-        channel="api",
-        origin="request",
-        timings="{}",
-        stage_starts="{}",
-    )
+def test_the_history_and_the_cache_hit_statements_bind_every_parameter_by_name() -> None:
     where = {"tenant_id": 1, "account_ref": "A-1", "period_end": None, "as_of": date(2026, 11, 10)}
     where |= {"question_lower": "why?"}
     assert len(history._HISTORY_SQL.args(where)) == len(history._HISTORY_SQL.names) == 5
-    hit = history._HISTORY_OR_HIT_SQL
-    assert len(hit.args(msgspec.structs.asdict(lookup) | where)) == len(hit.names) == 17
+    key = {"tenant_id": 1, "statement_id": 2, "facts_digest": "f" * 64, "intent": "bill_change", "locale": "en"}
+    key |= {"prompt_version": "v1", "engine_profile": "p"}
+    row = {"id": uuid.UUID(int=1), "account_id": 3, "channel": "api", "origin": "request", "question": "Why?"}
+    row |= {"as_of": date(2026, 11, 10), "timings": "{}", "stage_starts": "{}"}
+    assert len(audit._SERVED.args(key | row)) == len(audit._SERVED.names) == 15
+    with pytest.raises(MissingParameter):
+        audit._SERVED.args(key)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
     BigInteger,
     CheckConstraint,
-    Date,
     DateTime,
     Float,
     ForeignKey,
@@ -20,7 +19,7 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
+from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 from sqlalchemy.sql.elements import conv
 
@@ -100,7 +99,8 @@ class Answer(Base):
 
 
 class CachedAnswer(Base):
-    """Validated canonical answers, by exact key: a hit can never describe other data, template or engine."""
+    """Validated canonical answers, by exact key: a hit can never state other facts, or come from
+    another template or engine. `data_version` is the statement's when stored (precompute's skip)."""
 
     __tablename__ = "answer_cache"
     __table_args__ = (
@@ -110,12 +110,11 @@ class CachedAnswer(Base):
         UniqueConstraint(
             "tenant_id",
             "statement_id",
-            "data_version",
+            "facts_digest",
             "intent",
             "locale",
             "prompt_version",
             "engine_profile",
-            "as_of",
             name=conv("uq_answer_cache_key"),
         ),
     )
@@ -128,10 +127,9 @@ class CachedAnswer(Base):
     locale: Mapped[str] = mapped_column(String(8))
     prompt_version: Mapped[str] = mapped_column(String(16))
     engine_profile: Mapped[str] = mapped_column(String(200))  # model, quantization, engine build
-    as_of: Mapped[date] = mapped_column(Date)
+    # What the answer states (app/domain/facts.py `facts_digest`): the same facts on another day hit.
+    facts_digest: Mapped[str] = mapped_column(String(64))
     answer: Mapped[dict[str, Any]] = mapped_column(JSONB)
-    # The statement's merchant and fee labels as app/domain/intents.py `label_keys` gives them.
-    labels: Mapped[list[str]] = mapped_column(ARRAY(Text))
     created_at: Mapped[datetime] = created_at_column()
 
 
