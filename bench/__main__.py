@@ -1,5 +1,5 @@
 """./scripts/dev bench [BENCH] [options], BENCH one of: explain (the default), prefix, priorities, ladder,
-cache, chat, overload, shedding, overhead, in-process, workers, statement-size, import.
+cache, cache-days, chat, overload, shedding, overhead, in-process, workers, statement-size, import.
 
 See each module's docstring."""
 
@@ -7,6 +7,7 @@ import sys
 
 from bench import (
     answer_cache,
+    cache_days,
     chat_stream,
     explain_load,
     import_load,
@@ -27,6 +28,7 @@ BENCHES = {
     "priorities": priorities.main,
     "ladder": ladder.main,
     "cache": answer_cache.main,
+    "cache-days": cache_days.main,
     "chat": chat_stream.main,
     "overload": overload.main,
     "shedding": shedding.main,
