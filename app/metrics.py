@@ -37,6 +37,16 @@ FALLBACKS = Counter(
     ["reason"],
 )
 ANSWERS = Counter("bill_assistant_answers_total", "Answers served, by source.", ["source"])
+CACHE_LOOKUPS = Counter(
+    "bill_assistant_cache_lookups_total",
+    "Answer cache look-ups of cacheable questions, by tenant, intent and result (hit or miss).",
+    ["tenant", "intent", "result"],
+)
+CACHE_FILL_BACKLOG = Gauge(
+    "bill_assistant_cache_fill_backlog",
+    "Canonical answers the scheduled fill still has to make (the filling replica's; 0 elsewhere).",
+    multiprocess_mode="livemax",
+)
 
 # Gauges say how `serve --workers N` adds them up across worker processes (ignored in one process).
 QUEUE_DEPTH = Gauge(
@@ -127,6 +137,7 @@ LOOP_LAG = Gauge(
 # The children the per-request code records into (see `Children`).
 FALLBACKS_BY = Children(FALLBACKS)
 ANSWERS_BY = Children(ANSWERS)
+CACHE_LOOKUPS_BY = Children(CACHE_LOOKUPS)
 STAGE_SECONDS_BY = Children(STAGE_SECONDS)
 ANSWER_FIRST_TEXT_BY = Children(ANSWER_FIRST_TEXT)
 ANSWER_SECONDS_BY = Children(ANSWER_SECONDS)

@@ -213,6 +213,9 @@ class Settings:
     # After a miss, answer the intent's canonical question at batch priority into the answer cache
     # (one more engine request per miss and key; off: only `bill-assistant precompute` fills it).
     answer_cache_fill: bool = var("ANSWER_CACHE_FILL", True, _flag)
+    # Seconds between passes of the scheduled fill (app/answers/cache_fill.py): the canonical answers
+    # of recently closed statements, made by one replica at a time. 0: off (precompute by hand).
+    cache_fill_interval_s: float = var("CACHE_FILL_INTERVAL_S", 0.0, _number(zero=True))
     # The batch worker in the service: on/off, how often it looks for work, and its lease on an item
     # (a worker that dies holds it this long before another takes it).
     batch_worker: bool = var("BATCH_WORKER", True, _flag)

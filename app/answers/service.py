@@ -40,7 +40,7 @@ from app.errors import NotFound, Shed
 from app.inference.engine import Engine
 from app.inference.factory import build_engine
 from app.inference.scheduler import Hooks, Ledger, Scheduler
-from app.metrics import ANSWER_FIRST_TEXT_BY, ANSWER_SECONDS_BY, ANSWERS_BY, FALLBACKS_BY
+from app.metrics import ANSWER_FIRST_TEXT_BY, ANSWER_SECONDS_BY, ANSWERS_BY, CACHE_LOOKUPS_BY, FALLBACKS_BY
 from app.prompts import render_fallback
 from app.settings import Settings
 
@@ -144,6 +144,7 @@ class AnswerService:
         with ask.stopwatch.stage("cache"):
             async with self.pool.connection() as conn:
                 served = await serve_cached(conn, cache.hit_values(turn, key))
+        CACHE_LOOKUPS_BY(ask.principal.tenant_slug, turn.intent, "miss" if served is None else "hit").inc()
         if served is None:
             return None
         ANSWERS_BY("cache").inc()

@@ -26,6 +26,7 @@ from litestar.template.config import TemplateConfig
 from litestar.types import Message, Scope
 
 from app.answers.batch import BatchWorker
+from app.answers.cache_fill import CacheFiller
 from app.answers.service import AnswerService
 from app.api.auth import KeyCache
 from app.api.body import MAX_BODY_BYTES
@@ -166,20 +167,26 @@ async def _stop_answers(answers: AnswerService, ledger: PostgresLedger | None, s
 
 
 async def _start_batch_worker(app: Litestar) -> None:
-    """After every lifespan manager has started (the database pool among them)."""
-    if app.state.settings.batch_worker:
+    """After every lifespan manager has started (the database pool among them): the batch worker,
+    and the scheduled fill of the answer cache when set and there is an engine."""
+    settings: Settings = app.state.settings
+    if settings.batch_worker:
         app.state.batch_worker = asyncio.create_task(BatchWorker(app.state.answers).run_forever())
+    if settings.cache_fill_interval_s and app.state.answers.llm is not None:
+        filler = CacheFiller(app.state.answers, interval_s=settings.cache_fill_interval_s)
+        app.state.cache_filler = asyncio.create_task(filler.run_forever())
 
 
 async def _shutdown(app: Litestar) -> None:
-    """Last, after every lifespan manager: stop the batch worker, then close the pool. (The plugin's
+    """Last, after every lifespan manager: stop the batch worker and the cache fill, then close the pool. (The plugin's
     own clean-up looks the engine up under another state key than the one it stored it under, so
     it never closes it; a process that builds several apps, like the tests, would keep every pool.)"""
-    task: asyncio.Task[None] | None = app.state.get("batch_worker")
-    if task is not None:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    for name in ("batch_worker", "cache_filler"):
+        task: asyncio.Task[None] | None = app.state.get(name)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
     db: SQLAlchemyAsyncConfig = app.state.db_config
     await db.get_engine().dispose()
 

@@ -1,4 +1,4 @@
-"""`precompute`: recent statements' bill-change answers, ahead of time, into the answer cache."""
+"""`precompute`: recent statements' canonical answers (each cacheable intent), ahead of time, into the answer cache."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from app.data.database import create_engine
 @click.option("--tenant", help="Only this tenant (slug).")
 @click.option("--today", type=click.DateTime(["%Y-%m-%d"]), help="The as-of date (default: today).")
 def precompute_cmd(days: int, tenant: str | None, today: Any) -> None:
-    """Answer recent statements' bill-change question ahead of time, at batch priority, into the cache."""
+    """Answer recent statements' canonical questions (bill change, payment, fees) ahead of time, at batch
+    priority, into the cache."""
     from datetime import date
 
     from rich.progress import Progress
@@ -52,6 +53,6 @@ def precompute_cmd(days: int, tenant: str | None, today: Any) -> None:
 
     sources = asyncio.run(run())
     click.echo(
-        f"{sum(sources.values())} statements answered: {sources['model']} validated and cached, "
+        f"{sum(sources.values())} canonical questions answered: {sources['model']} validated and cached, "
         f"{sources['fallback']} fell back (not cached), {sources['cache']} already cached"
     )

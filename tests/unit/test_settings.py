@@ -51,6 +51,7 @@ def test_defaults() -> None:
         queue_deadline_scale=1.0,
         batch_worker=True,
         answer_cache_fill=True,
+        cache_fill_interval_s=0.0,
         batch_poll_s=0.5,
         batch_lease_s=120.0,
         session_secret="",

@@ -12,7 +12,7 @@ from app.data.models.ledger import (
     StatementSummary,
     Transaction,
 )
-from app.data.models.service import Answer, ApiKey, CachedAnswer, Job, JobItem, Tenant
+from app.data.models.service import Answer, ApiKey, CachedAnswer, CacheFillLeader, Job, JobItem, Tenant
 
 __all__ = [
     "Account",
@@ -24,6 +24,7 @@ __all__ = [
     "ApiKey",
     "Base",
     "BulkLoad",
+    "CacheFillLeader",
     "CachedAnswer",
     "Customer",
     "Job",

@@ -14,6 +14,7 @@ from sqlalchemy import (
     ForeignKey,
     ForeignKeyConstraint,
     Index,
+    SmallInteger,
     String,
     Text,
     UniqueConstraint,
@@ -162,3 +163,14 @@ class JobItem(Base):
     error: Mapped[str | None] = mapped_column(Text)
     # A worker's lease: an item whose worker died is taken again once this has passed.
     claimed_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class CacheFillLeader(Base):
+    """The replica that fills the answer cache on schedule: one row, a lease (migration 0015)."""
+
+    __tablename__ = "cache_fill_leader"
+    __table_args__ = (CheckConstraint("id = 1", name="one"),)
+
+    id: Mapped[int] = mapped_column(SmallInteger, primary_key=True, autoincrement=False)
+    holder: Mapped[str] = mapped_column(Text)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
