@@ -20,6 +20,7 @@ import msgspec
 
 from app.eval.keyfields import KINDS, Kind
 from app.eval.run import CaseResult, Profile
+from app.replay.charts import bar_chart
 from app.replay.stats import percentile
 
 RATE_POINTS = 0.01  # wrong amount / direction / driver: the candidate's rate may exceed the baseline's by this
@@ -179,30 +180,6 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}"
 
 
-_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
-
-
-def svg_bars(kind: str, rates: dict[str, float], width: int = 520) -> str:
-    """One horizontal bar per profile (its rate of `kind`), as inline SVG."""
-    bar, gap, left = 22, 8, 150
-    height = len(rates) * (bar + gap) + gap + 16
-    top = max(rates.values(), default=0.0) or 1.0
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-kind="{kind}" width="{width}" '
-        f'height="{height}" role="img" aria-label="{kind} rate per profile">'
-    ]
-    for i, (label, rate) in enumerate(rates.items()):
-        y = gap + i * (bar + gap)
-        length = rate / top * (width - left - 70)
-        parts.append(f'<text x="4" y="{y + 15}" font-size="12">{html.escape(label)}</text>')
-        parts.append(
-            f'<rect x="{left}" y="{y}" width="{length:.1f}" height="{bar}" fill="{_COLORS[i % len(_COLORS)]}"/>'
-        )
-        parts.append(f'<text x="{left + length + 6:.1f}" y="{y + 15}" font-size="12">{rate:.1%}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
 def html_report(report: Report, title: str = "Key-field gate") -> str:
     """One self-contained page: the figures per profile, the gate, one chart per error kind, and the
     cases with key-field errors."""
@@ -240,7 +217,7 @@ def html_report(report: Report, title: str = "Key-field gate") -> str:
         )
     charts = "".join(
         f"<h2>{kind.replace('_', ' ')}: share of cases</h2>"
-        + svg_bars(kind, {s.label: s.error_rates[kind] for s in report.profiles})
+        + bar_chart(kind, {s.label: s.error_rates[kind] for s in report.profiles}, f"{kind} per profile")
         for kind in KINDS
     )
     details = []

@@ -7,8 +7,9 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app.replay.charts import cdf_chart
 from app.replay.run import Sample
-from app.replay.stats import cdf, percentile
+from app.replay.stats import percentile
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,47 +68,6 @@ def table(rows: Sequence[Row], title: str = "") -> str:
     return "\n".join(lines)
 
 
-def _svg_cdf(series: dict[str, list[float]], width: int = 640, height: int = 320) -> str:
-    """Latency CDF curves on a log-scaled x axis, as inline SVG (the report needs no other file)."""
-    import math
-
-    values = [v for vs in series.values() for v in vs if v > 0]
-    if not values:
-        return "<p>no successful requests</p>"
-    lo, hi = math.log10(max(min(values), 0.1)), math.log10(max(values) * 1.1)
-    pad = 40
-
-    def x(v: float) -> float:
-        return pad + (math.log10(max(v, 0.1)) - lo) / max(hi - lo, 1e-9) * (width - 2 * pad)
-
-    def y(p: float) -> float:
-        return height - pad - p * (height - 2 * pad)
-
-    colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">']
-    parts.append(
-        f'<rect x="{pad}" y="{pad}" width="{width - 2 * pad}" height="{height - 2 * pad}" fill="none" stroke="#ccc"/>'
-    )
-    for p in (0.5, 0.9, 0.99):
-        parts.append(f'<line x1="{pad}" x2="{width - pad}" y1="{y(p):.1f}" y2="{y(p):.1f}" stroke="#eee"/>')
-        parts.append(f'<text x="4" y="{y(p) + 4:.1f}" font-size="10">P{int(p * 100)}</text>')
-    for exp in range(math.floor(lo), math.ceil(hi) + 1):
-        if lo <= exp <= hi:
-            parts.append(
-                f'<text x="{x(10**exp) - 10:.1f}" y="{height - pad + 14}" font-size="10">{10**exp:g} ms</text>'
-            )
-    for i, (name, vs) in enumerate(series.items()):
-        points = " ".join(f"{x(v):.1f},{y(p):.1f}" for v, p in cdf(vs))
-        color = colors[i % len(colors)]
-        parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.5" points="{points}"/>')
-        parts.append(
-            f'<text x="{width - pad - 150}" y="{pad + 14 + 14 * i}" font-size="11" fill="{color}">'
-            f"{html.escape(name)}</text>"
-        )
-    parts.append("</svg>")
-    return "".join(parts)
-
-
 def html_report(runs: dict[str, tuple[Sequence[Sample], list[Row]]], slo: Slo, title: str) -> str:
     """One page: a table per run and end-to-end and TTFT latency CDFs of all runs."""
     sections = []
@@ -134,6 +94,9 @@ def html_report(runs: dict[str, tuple[Sequence[Sample], list[Row]]], slo: Slo, t
         f"<h1>{html.escape(title)}</h1><p>SLO: TTFT ≤ {slo.ttft_ms:g} ms, end to end ≤ {slo.e2e_ms:g} ms. "
         "Latency is measured from each request's scheduled send time (open loop).</p>"
         + "".join(sections)
-        + f"<h2>End-to-end latency CDF</h2>{_svg_cdf(e2e)}<h2>Time to first token CDF (server)</h2>{_svg_cdf(ttft)}"
+        + "<h2>End-to-end latency</h2>"
+        + cdf_chart("e2e", e2e, "End-to-end latency of the answered requests, from each one's scheduled send time")
+        + "<h2>Time to first token (server)</h2>"
+        + cdf_chart("ttft", ttft, "Time to the first token, as the server's Server-Timing reports it")
         + "</html>"
     )

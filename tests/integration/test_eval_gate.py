@@ -111,7 +111,7 @@ def test_the_gate_fails_a_candidate_that_flips_the_payment_status(
     assert data["gate"]["failures"][0] == "status flips: 4 against 0 (any increase fails)"
 
     html = page.read_text(encoding="utf-8")
-    assert html.count('<svg xmlns="http://www.w3.org/2000/svg" class="chart"') == 4
+    assert html.count('<figure class="chart"') == 4
     for kind in KINDS:
         assert html.count(f'data-kind="{kind}"') == 1
     assert "Gate: flips against good: FAILED" in html

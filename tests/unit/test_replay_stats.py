@@ -53,7 +53,7 @@ def test_summary_goodput_and_errors() -> None:
     assert rows[("b", "batch")].goodput == 1.0
     assert rows[("all", "all")].requests == 6
     page = html_report({"target": (samples, list(rows.values()))}, Slo(ttft_ms=500, e2e_ms=500), "t")
-    assert "<polyline" in page
+    assert [page.count(f'<figure class="chart" data-kind="{kind}"') for kind in ("e2e", "ttft")] == [1, 1]
     assert "<table>" in page
 
 
