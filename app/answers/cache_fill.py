@@ -27,12 +27,15 @@ from app.metrics import CACHE_FILL_BACKLOG
 
 log = structlog.get_logger("bill_assistant.cache_fill")
 DAYS = 45  # statements that closed within this many days
+LEASE_MIN_S = 60.0
 
 
 class CacheFiller:
     def __init__(self, answers: AnswerService, *, interval_s: float) -> None:
         self.answers, self.interval_s = answers, interval_s
-        self.lease_s = 3 * interval_s  # renewed every pass and every answer: outlives a slow one
+        # Renewed every pass and before every answer; long enough that one slow answer (the engine's
+        # timeout is 20 s) never lets another replica start the same work.
+        self.lease_s = max(3 * interval_s, LEASE_MIN_S)
         self.replica = uuid.uuid4().hex
         self._tried: set[tuple[int, int, str]] = set()  # (statement, data version, intent) that fell back
 
