@@ -49,6 +49,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def stop_service(proc: subprocess.Popen[bytes], timeout_s: float = 30) -> None:
+    """SIGTERM (the supervisor stops its workers, the service drains), killed only as a last resort."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def start_service(port: int, *args: str, **env: str) -> subprocess.Popen[bytes]:
     """The real entry point, as a deployment runs it (`args`: more `serve` options)."""
     return subprocess.Popen(

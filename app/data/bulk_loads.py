@@ -18,9 +18,8 @@ from pathlib import Path
 import asyncpg
 import msgspec
 
+from app.data.csv_format import CHUNK
 from app.data.sql import Statement
-
-CHUNK = 1 << 20
 
 _LAST = Statement("""
 SELECT b.counts::text FROM bulk_loads b

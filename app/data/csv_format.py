@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from app.domain.vocabulary import LOCALES, TRANSACTION_KINDS
 
+CHUNK = 1 << 20  # bytes read from a file at a time (a COPY message, a digest update)
+
 _CONTROL = r"[\x01-\x1f\x7f-\x9f]"  # NUL never reaches here: COPY refuses it as text
 _EDGE = r"[^\s\x01-\x1f\x7f-\x9f]"
 _REF = rf"^{_EDGE}([^\x01-\x1f\x7f-\x9f]*{_EDGE})?$"

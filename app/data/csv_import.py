@@ -18,7 +18,7 @@ import asyncpg
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data import bulk_loads
-from app.data.csv_format import STATEMENTS, TABLES, Table
+from app.data.csv_format import CHUNK, STATEMENTS, TABLES, Table
 from app.data.database import driver_of
 from app.data.importer import Counts, ImportReport, check_no_overlap
 from app.data.sql import Statement
@@ -26,7 +26,6 @@ from app.data.tenants import tenant_id as find_tenant
 from app.errors import ImportRejected
 
 MAX_ERRORS = 20
-CHUNK = 1 << 20  # bytes per COPY message
 
 _TOUCHED = Statement(
     "SELECT DISTINCT a.id FROM stage_statements s JOIN accounts a ON a.tenant_id = :tenant_id AND a.ref = s.account_ref"

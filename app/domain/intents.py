@@ -76,8 +76,7 @@ def provisional(question: str) -> tuple[Intent, bool]:
 
 
 def label_keys(labels: Iterable[str]) -> list[str]:
-    """The labels as a question is searched for them: lowercase, the empty ones left out. Stored with
-    a cached answer, so that the statement that serves it can tell the same (app/answers/cache.py)."""
+    """The labels as a question is searched for them: lowercase, the empty ones left out."""
     return sorted({label.lower() for label in labels if label})
 
 

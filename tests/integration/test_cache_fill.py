@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import uuid
 from collections.abc import Iterator
 from datetime import date, timedelta
@@ -28,7 +27,7 @@ from tests.factories import account, customer, document, import_document, statem
 from tests.fakes.sglang_server import RunningFake, Script
 from tests.metrics import sample
 from tests.plans import GOOD
-from tests.servers import free_port, start_service, wait_until_healthy
+from tests.servers import free_port, start_service, stop_service, wait_until_healthy
 from tests.waiting import until
 
 
@@ -109,12 +108,7 @@ async def test_two_replicas_fill_each_recently_closed_statement_once(
         filled = await fills()
     finally:
         for proc in replicas:
-            proc.terminate()
-        for proc in replicas:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_service(proc)
         await engine.dispose()
     # Each account's latest statement, each intent, its customer's locale: once, by one replica.
     expected = [(CANONICAL_QUESTIONS[intent]["en"], "en") for intent in CANONICAL_QUESTIONS]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import subprocess
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -20,7 +19,7 @@ from app.data.database import create_engine, migrate
 from app.data.tenants import create_tenant, issue_api_key, set_limits
 from tests.conftest import _admin_url
 from tests.factories import account, customer, document, import_document
-from tests.servers import free_port, start_service, wait_until_healthy
+from tests.servers import free_port, start_service, stop_service, wait_until_healthy
 
 # Per process: 2 (main pool) + 1 (overflow) + 2 (answer path) + 1 (admission ledger) = 6.
 BUDGET = {"DB_POOL_SIZE": "2", "DB_MAX_OVERFLOW": "1", "ADMISSION_POOL_SIZE": "1"}
@@ -97,13 +96,7 @@ async def test_a_server_holds_no_more_connections_than_its_budget(scratch: tuple
     finally:
         done.set()
         await counter.dispose()
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_service(proc)
     assert "database connections: at most 12 (2 workers x 6 per process)" in output.decode()
     assert max(seen) <= 12, seen  # measured: 12, the budget reached and never passed
     assert max(seen) > 6, "the load never went past one process's budget: the bound was not tested"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from tests.factories import document
 from tests.fakes.sglang_server import RunningFake
-from tests.servers import free_port, start_service, wait_until_healthy
+from tests.servers import free_port, start_service, stop_service, wait_until_healthy
 
 QUESTION = {"account_ref": "A-1", "question": "Why is my bill higher than last month?", "as_of": "2026-11-10"}
 
@@ -83,13 +82,7 @@ async def test_workers_share_admission_and_one_metrics_view(
         proc.send_signal(signal.SIGTERM)
         await asyncio.to_thread(proc.wait, 30)
     finally:
-        if proc.poll() is None:  # the supervisor stops its workers on SIGTERM; kill only as a last resort
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_service(proc)
     assert proc.returncode == 0
 
 
