@@ -268,4 +268,6 @@ def test_the_embedded_server_logs_its_slot_timings_only_when_asked(
     assert min(err.count("print_timing"), 1) == timings
     if log_level == "INFO":
         assert "security: no API key" not in err
-        assert err.strip() == ""
+        # Nothing at llama.cpp's info level ("0.00.504 I srv ..."); a warning another engine of this
+        # session writes (a keyless request refused) may land here, and is allowed at INFO.
+        assert [line for line in err.splitlines() if line.split()[1:2] != ["W"]] == []
