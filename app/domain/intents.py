@@ -7,9 +7,10 @@ and interest, not about an unknown charge; "why is my bill higher?" is a bill ch
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
+from app.domain.money import ZERO
+from app.domain.understanding import Line, understand
 from app.domain.vocabulary import Intent, Locale
 
 # The one question per intent whose answer may be cached: precomputed, or generated at batch
@@ -20,59 +21,19 @@ CANONICAL_QUESTIONS: dict[Intent, dict[Locale, str]] = {
     "payment": {"en": "Did my payment arrive, and when is it due?", "zh-CN": "我的还款到账了吗？什么时候到期？"},
 }
 
-_RULES: list[tuple[Intent, re.Pattern[str]]] = [
-    # Requests the assistant cannot serve, even when they mention the bill: a person must.
-    (
-        "out_of_scope",
-        re.compile(
-            r"\b(credit\s+limit|loans?|mortgage|password|pin|address|weather|invest(ment)?s?|stocks?|crypto)\b"
-            r"|贷款|密码|额度|地址|天气|投资|股票"
-        ),
-    ),
-    (
-        "payment",
-        re.compile(
-            r"\b(pay|paid|payment|payments|due|overdue|minimum|arrive[ds]?|received|repay)\b"
-            r"|还款|付款|到账|到期|逾期|最低|缴费|还了|还清|收到"
-        ),
-    ),
-    ("fees_interest", re.compile(r"\b(fees?|interest|apr|penalty|penalties)\b|(?<![消扣])费|利息|违约金|罚息")),
-    (
-        "charge",
-        re.compile(
-            r"\b(charges?|charged|transactions?|purchases?|merchant|debit|what is this|who is)\b"
-            r"|这笔|消费|扣款|交易|商户|扣费|是什么"
-        ),
-    ),
-    (
-        "bill_change",
-        re.compile(
-            r"\b(bill|statement|balance|higher|lower|more|less|increase[ds]?|decrease[ds]?|went up|went down"
-            r"|differen(t|ce)|change[ds]?|owe)\b|账单|多了|少了|增加|减少|变化|余额|上个月|这个月|本月|上月"
-        ),
-    ),
-]
-
 
 def classify(question: str, merchants: Iterable[str] = ()) -> Intent:
-    intent, labels_matter = provisional(question)
-    text = question.lower()
-    if labels_matter and any(key in text for key in label_keys(merchants)):
-        return "charge"
-    return intent
+    """The intent of a first question about a statement with these labels (app/domain/understanding.py)."""
+    return understand(question, [Line(label, "purchase", ZERO) for label in merchants]).intent
 
 
 def provisional(question: str) -> tuple[Intent, bool]:
     """The intent as far as the question alone decides it, and whether it could still change with
-    the statement's labels: from the charge rule on, a question naming a merchant or fee is "charge"
-    (so "What is City Gym?" is, and "Why is my bill higher? City Gym?" too)."""
-    text = question.lower()
-    past_charge = False
-    for intent, pattern in _RULES:
-        past_charge = past_charge or intent == "charge"
-        if pattern.search(text):
-            return intent, past_charge and intent != "charge"
-    return "out_of_scope", True
+    the statement's labels: a question that names a line and asks nothing more specific than a bill
+    change is about that line (so "What is City Gym?" is a charge, and "Why is my bill higher? City
+    Gym?" too)."""
+    reading = understand(question, ())
+    return reading.intent, reading.intent == "bill_change" or not reading.certain
 
 
 def label_keys(labels: Iterable[str]) -> list[str]:

@@ -1,0 +1,154 @@
+"""Which statement lines a question points at: by name, nickname, category or amount.
+
+A *mention* is one thing the question says ("gym", "City Gym", "coffee", "12 euro"); each mention
+matches a set of labels. A mention that matches one label names it; one that matches several is
+ambiguous and the customer is asked back (never a guess). How well a mention matches decides
+between overlapping ones: the whole label, then a distinctive word of it ("the gym one" -> City
+Gym), then a category ("the coffee one" -> Blue Cafe and STARBUCKS 1234). An amount narrows an
+ambiguous name ("the 12 euro cafe one"), or stands alone ("the 12 euro one").
+
+Amounts: a number written with cents matches that amount exactly; a whole number matches the line
+of exactly that many units, or where there is none, the lines from it up to the next unit ("the 12
+euro one" is the 12.00 line if there is one, else a 12.49 one).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from decimal import Decimal
+from functools import lru_cache
+from typing import NamedTuple
+
+from app.domain.lexicon import AMOUNT_REFERENCES, CATEGORIES
+
+# Words of a label that say nothing about which line it is.
+_GENERIC = frozenset(
+    {"the", "and", "for", "fee", "fees", "payment", "payments", "charge", "charges", "interest", "transaction"}
+    | {"purchase", "refund", "adjustment", "com", "www", "inc", "ltd", "llc", "plc", "gmbh", "store", "shop"}
+    | {"online", "bill", "card", "thank", "you", "account"}
+)
+_CJK_GENERIC = ("有限公司", "公司", "旗舰店", "外卖", "咖啡", "健身", "出行", "商城", "会员")
+_WORD = re.compile(r"[a-z0-9\u00c0-\u024f']+")
+_HAN = re.compile(r"[\u4e00-\u9fff]+")
+_CATEGORY_ASKED = {
+    name: re.compile("|".join(rf"(?<![a-z]){re.escape(w)}s?(?![a-z])" for w in asked))
+    for name, (asked, _) in CATEGORIES.items()
+}
+
+
+class Line(NamedTuple):
+    """One thing on the statement a question can point at."""
+
+    label: str  # a merchant or fee description exactly as BillFacts labels it (Total.label / Entry.label)
+    kind: str  # purchase | refund | fee | interest | payment | adjustment
+    amount: Decimal  # positive for charges
+
+
+class Matched(NamedTuple):
+    subjects: tuple[str, ...]
+    choices: tuple[str, ...]
+
+
+class _Keys(NamedTuple):
+    full: str  # the label as words, padded for whole-word search
+    words: frozenset[str]  # distinctive words, singular
+    han: tuple[str, ...]  # distinctive Chinese parts
+    categories: frozenset[str]
+
+
+def _stem(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+def words_of(text: str) -> list[str]:
+    return [w.replace("'", "") for w in _WORD.findall(text)]
+
+
+@lru_cache(maxsize=4096)
+def _keys(label: str) -> _Keys:
+    low = label.lower()
+    words = words_of(low)
+    han: set[str] = set()
+    for run in _HAN.findall(low):
+        core = run
+        for generic in _CJK_GENERIC:
+            core = core.replace(generic, "")
+        han.update(part for part in (run, core, run[:2]) if len(part) >= 2)
+    padded = f" {' '.join(words)} "
+    categories = frozenset(
+        name
+        for name, (_, found) in CATEGORIES.items()
+        if any((f" {w} " in padded) if w.isascii() else (w in low) for w in found)
+    )
+    distinctive = frozenset(_stem(w) for w in words if len(w) >= 3 and w not in _GENERIC and not w.isdigit())
+    return _Keys(padded if words else "", distinctive, tuple(han), categories)
+
+
+def amounts_asked(text: str) -> list[Decimal]:
+    found: list[Decimal] = []
+    for pattern in AMOUNT_REFERENCES:
+        for match in pattern.finditer(text):
+            found.append(Decimal(match.group(1).replace(",", ".")))
+    return found
+
+
+def _by_amount(asked: Decimal, lines: Sequence[Line]) -> set[str]:
+    exact = {line.label for line in lines if line.amount == asked}
+    if exact or int(asked.as_tuple().exponent) < 0:  # cents written: exactly that
+        return exact
+    return {line.label for line in lines if asked <= line.amount < asked + 1}
+
+
+def match(text: str, lines: Sequence[Line]) -> Matched:
+    """The labels `text` (a normalized question) names, or the choices when one mention fits several."""
+    candidates = [line for line in lines if line.kind != "payment" and line.label.strip()]  # payments: their own intent
+    if not candidates:
+        return Matched((), ())
+    qwords = words_of(text)
+    padded = f" {' '.join(qwords)} "
+    stems = {_stem(w) for w in qwords}
+    by_word: dict[str, set[str]] = {}
+    by_category: dict[str, set[str]] = {}
+    resolved: set[str] = set()
+    asked_categories = {name for name, pattern in _CATEGORY_ASKED.items() if pattern.search(text)}
+    for line in candidates:
+        keys = _keys(line.label)
+        if keys.full in padded if keys.full else line.label.lower() in text:
+            resolved.add(line.label)
+        for stem in keys.words & stems:
+            by_word.setdefault(stem, set()).add(line.label)
+        for part in keys.han:
+            if part in text:
+                by_word.setdefault(part, set()).add(line.label)
+        for name in keys.categories & asked_categories:
+            by_category.setdefault(name, set()).add(line.label)
+    ambiguous: list[set[str]] = []
+    named = set().union(*by_word.values()) if by_word else set()
+    # A word of a label beats a category: "the cafe one" is Blue Cafe, not STARBUCKS too.
+    mentions = [*by_word.values(), *(c for c in by_category.values() if not c & named)]
+    for labels in mentions:
+        if labels & resolved:
+            continue
+        if len(labels) == 1:
+            resolved |= labels
+        else:
+            ambiguous.append(labels)
+    for amount in amounts_asked(text):
+        fits = _by_amount(amount, candidates)
+        if not fits or fits & resolved:
+            continue
+        narrowed = [a & fits for a in ambiguous if a & fits]
+        if narrowed:
+            ambiguous = narrowed
+        elif len(fits) == 1:
+            resolved |= fits
+        elif not ambiguous:
+            ambiguous.append(fits)
+    ambiguous = [a for a in ambiguous if not a & resolved]
+    order = {line.label: i for i, line in reversed(list(enumerate(lines)))}
+    if resolved:
+        return Matched(tuple(sorted(resolved, key=order.__getitem__)), ())
+    if ambiguous:
+        return Matched((), tuple(sorted(ambiguous[0])))
+    return Matched((), ())

@@ -1,0 +1,124 @@
+"""What a chat question asks, read without a model: its intent, the statement lines it is about, the
+language it is written in, whether it needs the turns before it, and whether it asks for a person.
+
+Rules are the fast path (well under a millisecond, docs/understanding.md); where they cannot decide
+the intent, `certain` is False and the caller may ask the model to choose from the intent list.
+
+- Intent: each clause is read on its own, signals in precedence order (app/domain/lexicon.py); the
+  first clause asking something this assistant answers decides ("why is my bill higher and did my
+  payment arrive" is a bill change). A question that names a line and asks nothing more specific
+  than a bill change is about that line: a charge, or fees and interest for a fee or interest line.
+- Follow-ups: with a context, a question that asks nothing itself ("And why?", "还有别的吗？") takes
+  the context's intent and subjects; one that only names a line ("the gym one?") takes the context's
+  conversation and its own subject; one that points back ("why was it charged twice?") keeps its own
+  intent and takes the subjects when the intent is the same; "what about last month?" repeats the
+  context's question about the statement before.
+- Ambiguity: a mention that fits several lines equally well gives `choices`, never a guess.
+- A request for a person is out of scope with `handover`; asking *about* a person ("are you a real
+  person?") and complaining ("我要投诉") are not requests for one.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.domain import lexicon
+from app.domain.subjects import Line, match
+from app.domain.vocabulary import Intent, Locale
+
+__all__ = ["Context", "Line", "Reading", "asked", "language_of", "normalize", "understand"]
+
+_NEUTRAL = frozenset({"ok", "okay", "kk", "hmm", "hm", "mm"})  # said the same in either language
+_TOKEN = re.compile(r"[a-z0-9']+")
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+_KIND_INTENT: dict[str, Intent] = {"fee": "fees_interest", "interest": "fees_interest"}
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What the conversation's previous turns established; None for a first question."""
+
+    intent: Intent  # the intent the previous answered turn was about
+    subjects: tuple[str, ...]  # the statement labels it was about (may be empty)
+    locale: Locale  # the language it was answered in
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    intent: Intent
+    subjects: tuple[str, ...]  # statement labels the question is about, its own or taken from the context
+    language: Locale | None  # the language the question is written in; None when it does not say
+    followup: bool  # the intent or the subjects were taken from the context, or it points back at it
+    handover: bool  # the customer asks for a person
+    choices: tuple[str, ...]  # two or more labels that fit equally well: ask back (subjects is then empty)
+    certain: bool  # False: the rules could not decide the intent (the caller may ask the model)
+    previous_period: bool = False  # "what about last month?": the same intent about the statement before
+
+
+def normalize(question: str) -> str:
+    """Full-width forms folded (NFKC), lowercase, straight apostrophes: what every pattern reads."""
+    return unicodedata.normalize("NFKC", question).lower().replace("\u2019", "'").replace("\u2018", "'")
+
+
+def language_of(question: str) -> Locale | None:
+    """Chinese when its characters outweigh the English words (a Chinese word is about two
+    characters), English when there are English words; None for "ok", "A-1", "12.00", "?"."""
+    text = normalize(question)
+    han = len(_HAN.findall(text))
+    latin = sum(1 for w in _TOKEN.findall(text) if len(w) >= 2 and w.isalpha() and w not in _NEUTRAL)
+    if han and han >= 2 * latin:
+        return "zh-CN"
+    return "en" if latin else None
+
+
+def asked(text: str) -> Intent | None:
+    """The intent the words of a normalized question say, or None when they say none."""
+    out_of_scope = False
+    for clause in lexicon.CLAUSE.split(text):
+        for intent, pattern in lexicon.SIGNALS:
+            if pattern.search(clause):
+                if intent != "out_of_scope":
+                    return intent
+                out_of_scope = True
+                break
+    return "out_of_scope" if out_of_scope else None
+
+
+def understand(question: str, lines: Sequence[Line], context: Context | None = None) -> Reading:
+    text = normalize(question)
+    language = language_of(question)
+    if lexicon.HANDOVER.search(text) and not lexicon.NOT_HANDOVER.search(text):
+        return Reading("out_of_scope", (), language, False, True, (), True)
+    if lexicon.ACKNOWLEDGEMENT.match(text):
+        return Reading("out_of_scope", (), language, False, False, (), True)
+    previous = bool(
+        context is not None
+        and lexicon.PREVIOUS.search(text)
+        and lexicon.PREVIOUS_ASK.search(lexicon.PREVIOUS.sub(" ", text))
+    )
+    body = lexicon.PREVIOUS.sub(" ", text) if previous else text
+    intent = asked(body)
+    subjects, choices = match(text, lines)
+    named = subjects or choices
+    followup = previous
+    if context is not None and not named and language is not None:
+        if intent is None and (previous or lexicon.ELLIPTICAL.search(body)):
+            intent, subjects, followup = context.intent, context.subjects, True
+        elif intent is not None and (previous or lexicon.ANAPHOR.search(body)):
+            followup = True
+            subjects = context.subjects if intent == context.intent else ()
+    elif context is not None and intent is None:
+        followup = True  # "the gym one?": the conversation goes on, about another line
+    if named and intent in (None, "bill_change"):
+        intent = _line_intent(named[0], lines)
+    if intent is None:
+        return Reading("out_of_scope", (), language, False, False, (), False)
+    return Reading(intent, subjects, language, followup, False, choices, True, previous)
+
+
+def _line_intent(label: str, lines: Sequence[Line]) -> Intent:
+    kind = next((line.kind for line in lines if line.label == label), "purchase")
+    return _KIND_INTENT.get(kind, "charge")
