@@ -61,7 +61,7 @@ SIGNALS: tuple[tuple[Intent, re.Pattern[str]], ...] = (
             r"|received?|recieved?|recieve|went\s+through|go\s+through|gone\s+through|credited|deadline|autopay"
             r"|direct\s+debit|transfer(?:red)?|unpaid|(?:get|got|receive)\s+my\s+money|sent)\b"
             r"|还款|还钱|要还|哪天还|几号还|什么时候还|还了|已还|未还|还清|还多少|最少还|最低还|最晚|最迟|到账|到期|逾期"
-            r"|缴费|付款|收到|截止|转账|钱到"
+            r"|缴费|付款|收到|截止|转账|钱到|还的钱|没到|到了吗|到了没"
         ),
     ),
     (
@@ -83,13 +83,13 @@ SIGNALS: tuple[tuple[Intent, re.Pattern[str]], ...] = (
 
 # "why is my bill higher and did my payment arrive": each clause is read on its own; the first one
 # asked that this assistant can answer decides (documented in docs/understanding.md).
-CLAUSE = re.compile(r"[?!.;\n,。！；，]+|\b(?:and|also|plus|but)\b|另外|还有|以及|并且|而且|同时")
+CLAUSE = re.compile(r"[?!;\n。！；，]+|[.,](?!\d)|\b(?:and|also|plus|but)\b|另外|以及|并且|而且|同时")
 
 HANDOVER = re.compile(
     r"\b(?:speak|talk|chat|connect|transfer|put|get|want|need|give|let)\b.*\b(?:human|humans|person|people|agent"
     r"|representative|rep|operator|someone|somebody|staff|advisor|adviser|manager|supervisor)\b"
-    r"|^\W*(?:human|agent|operator|representative|real\s+person|live\s+agent|live\s+chat)\W*$"
-    r"|转人工|人工客服|人工服务|真人|找客服|联系客服|转客服|客服人员|转接|^\W*人工\W*$"
+    r"|^\W*(?:human|agent|operator|representative|live\s+chat)\W*$|\b(?:real|live|actual)\s+(?:person|human|agent)\b"
+    r"|人工(?!智能)|真人|找客服|联系客服|转客服|客服人员|转接"
 )
 # Asking about the assistant, or declining a person, is not asking for one.
 NOT_HANDOVER = re.compile(
@@ -115,7 +115,7 @@ ANAPHOR = re.compile(r"\b(?:it|that|this|those|these|them|they)\b|它|这笔|那
 PREVIOUS = re.compile(
     r"\b(?:last|previous|prior)\s+(?:month|statement|bill|period)(?:'s)?|\bmonth\s+before\b|上个月|上月|上期|上一期"
 )
-PREVIOUS_ASK = re.compile(r"\b(?:what|how)\s+about\b|^\W*(?:and\s+)?(?:for\s+)?(?:the\s+)?$|\bsame\b|呢|^\W*那?\W*$")
+PREVIOUS_ASK = re.compile(r"\b(?:what|how)\s+about\b|^(?:\W|and|for|the|so)*$|\bsame\b|呢|^\W*那?\W*$")
 
 # Amounts that point at a line ("the 12 euro one", "12.00 那笔", "那笔12块的"), not at a difference
 # ("my bill is 12 higher", "账单多了12元"): a number counts only next to such a marker.
@@ -137,7 +137,7 @@ CATEGORIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "gym": (("gym", "fitness", "workout", "健身"), ("gym", "fitness", "健身")),
     "groceries": (
         ("groceries", "grocery", "supermarket", "超市", "买菜"),
-        ("mart", "market", "supermarket", "tesco", "lidl", "aldi", "walmart", "grocery", "超市", "盒马", "永辉"),
+        ("mart", "supermarket", "tesco", "lidl", "aldi", "walmart", "grocery", "超市", "盒马", "永辉"),
     ),
     "taxi": (
         ("taxi", "cab", "ride", "uber", "打车", "出租车", "滴滴"),

@@ -79,7 +79,7 @@ def _keys(label: str) -> _Keys:
     categories = frozenset(
         name
         for name, (_, found) in CATEGORIES.items()
-        if any((f" {w} " in padded) if w.isascii() else (w in low) for w in found)
+        if any(w in low for w in found)  # "mart" in "FreshMart" too
     )
     distinctive = frozenset(_stem(w) for w in words if len(w) >= 3 and w not in _GENERIC and not w.isdigit())
     return _Keys(padded if words else "", distinctive, tuple(han), categories)
@@ -141,10 +141,9 @@ def match(text: str, lines: Sequence[Line]) -> Matched:
         narrowed = [a & fits for a in ambiguous if a & fits]
         if narrowed:
             ambiguous = narrowed
-        elif len(fits) == 1:
-            resolved |= fits
         elif not ambiguous:
             ambiguous.append(fits)
+    resolved.update(*(a for a in ambiguous if len(a) == 1))
     ambiguous = [a for a in ambiguous if not a & resolved]
     order = {line.label: i for i, line in reversed(list(enumerate(lines)))}
     if resolved:

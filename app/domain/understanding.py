@@ -89,7 +89,9 @@ def asked(text: str) -> Intent | None:
 
 def understand(question: str, lines: Sequence[Line], context: Context | None = None) -> Reading:
     text = normalize(question)
-    language = language_of(question)
+    subjects, choices = match(text, lines)
+    # A merchant's name says nothing of the customer's language ("what is 美团外卖").
+    language = language_of(_without(text, subjects)) or language_of(question)
     if lexicon.HANDOVER.search(text) and not lexicon.NOT_HANDOVER.search(text):
         return Reading("out_of_scope", (), language, False, True, (), True)
     if lexicon.ACKNOWLEDGEMENT.match(text):
@@ -101,7 +103,6 @@ def understand(question: str, lines: Sequence[Line], context: Context | None = N
     )
     body = lexicon.PREVIOUS.sub(" ", text) if previous else text
     intent = asked(body)
-    subjects, choices = match(text, lines)
     named = subjects or choices
     followup = previous
     if context is not None and not named and language is not None:
@@ -117,6 +118,12 @@ def understand(question: str, lines: Sequence[Line], context: Context | None = N
     if intent is None:
         return Reading("out_of_scope", (), language, False, False, (), False)
     return Reading(intent, subjects, language, followup, False, choices, True, previous)
+
+
+def _without(text: str, labels: Sequence[str]) -> str:
+    for label in labels:
+        text = text.replace(label.lower(), " ")
+    return text
 
 
 def _line_intent(label: str, lines: Sequence[Line]) -> Intent:
