@@ -31,6 +31,7 @@ from app.answers.service import AnswerService
 from app.api.auth import KeyCache
 from app.api.body import MAX_BODY_BYTES
 from app.api.chat import ChatController
+from app.api.console.handover import HandoverController
 from app.api.console.routes import ConsoleController
 from app.api.customer_session import SessionController
 from app.api.demo import demo_page
@@ -219,6 +220,7 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
             SessionController,
             ChatController,
             ConsoleController,
+            HandoverController,
             MetricsController,
             create_static_files_router("/static", [WEB / "static"], include_in_schema=False),
         ],

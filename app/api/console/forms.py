@@ -1,7 +1,9 @@
-"""What the console's forms send: their fields, the asked question, and each form's CSRF token
-(app/security.py), checked before a signed-in agent's form is acted on."""
+"""What the console's forms send: their fields, the asked question, an agent's reply, and each form's
+CSRF token (app/security.py), checked before a signed-in agent's form is acted on."""
 
 from __future__ import annotations
+
+from typing import Annotated
 
 import msgspec
 from litestar import Request
@@ -9,7 +11,7 @@ from litestar.datastructures import FormMultiDict
 from litestar.di import NamedDependency
 from litestar.exceptions import PermissionDeniedException
 
-from app.answers.schemas import ExplanationRequest, in_words
+from app.answers.schemas import QUESTION_PATTERN, ExplanationRequest, in_words
 from app.data.agents import ConsoleSession
 from app.security import csrf_matches
 
@@ -34,6 +36,19 @@ def question_request(form: FormMultiDict, account_ref: str) -> ExplanationReques
     try:
         return msgspec.convert({"account_ref": account_ref, "question": question, "locale": locale}, ExplanationRequest)
     except msgspec.ValidationError as exc:  # the agent reads what is wrong, not a regular expression
+        raise msgspec.ValidationError(in_words(str(exc))) from None
+
+
+# An agent's reply in a conversation: the customer's question's rules (not blank, no control
+# character but tab and newline), twice as long.
+Reply = Annotated[str, msgspec.Meta(min_length=1, max_length=2000, pattern=QUESTION_PATTERN)]
+
+
+def reply_text(form: FormMultiDict) -> str:
+    """The reply's text, checked (msgspec.ValidationError, in words, otherwise)."""
+    try:
+        return msgspec.convert(field(form, "text").replace("\r\n", "\n"), Reply)
+    except msgspec.ValidationError as exc:
         raise msgspec.ValidationError(in_words(str(exc))) from None
 
 

@@ -1,11 +1,39 @@
 /*
- * The console's one piece of JavaScript: the ask form streams its answer into the page (the same
- * events as the chat widget, read with BillAssistant.readEvents from widget.js), then links to the
- * audited answer's page. Without JavaScript the form posts and the answer page follows.
+ * The console's one piece of JavaScript (a static file: the pages' CSP allows no inline script).
+ * - The ask form streams its answer into the page (the same events as the chat widget, read with
+ *   BillAssistant.readEvents from widget.js), then links to the audited answer's page. Without
+ *   JavaScript the form posts and the answer page follows.
+ * - The queue of waiting conversations refreshes itself and its waiting times tick.
+ * - A conversation's transcript grows as messages are written (its Server-Sent Events feed).
+ * Customers' words are only ever set as text, never as HTML.
  */
-(() => {
-  "use strict";
+"use strict";
 
+/* A wait as people say it: the same words as the server's (conversation_views.waited). */
+function waitedText(seconds) {
+  const s = Math.max(0, Math.floor(seconds));
+  const two = (n) => String(n).padStart(2, "0");
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${two(s % 60)} s`;
+  return `${Math.floor(s / 3600)} h ${two(Math.floor((s % 3600) / 60))} min`;
+}
+
+/* Every element with data-waiting-s counts up from it, by the browser's clock (no skew to the server's). */
+function tickWaits() {
+  const started = (cell) => {
+    if (!cell.dataset.since) cell.dataset.since = String(Date.now() - Number(cell.dataset.waitingS) * 1000);
+    return Number(cell.dataset.since);
+  };
+  const tick = () => {
+    for (const cell of document.querySelectorAll("[data-waiting-s]")) {
+      cell.textContent = waitedText((Date.now() - started(cell)) / 1000);
+    }
+  };
+  tick();
+  setInterval(tick, 1000);
+}
+
+(() => {
   const form = document.querySelector("form[data-stream]");
   if (!form || !window.BillAssistant) return;
   const live = document.getElementById("live");
@@ -64,4 +92,116 @@
       submit.disabled = false;
     }
   });
+})();
+
+/*
+ * The queue: asked for again every two seconds. Polling, not a stream: the queue is one cheap
+ * indexed read per bank, any replica answers it, and an open page holds no connection between reads.
+ * Rows are kept by conversation and moved only when the order changes, so a focused Take button stays focused.
+ */
+(() => {
+  const body = document.getElementById("queue");
+  if (!body) return;
+  const template = document.getElementById("queue-row");
+  const empty = document.getElementById("queue-empty");
+  const status = document.getElementById("queue-status");
+
+  function row(item) {
+    let tr = body.querySelector(`tr[data-id="${item.id}"]`);
+    if (!tr) {
+      tr = template.content.firstElementChild.cloneNode(true);
+      tr.dataset.id = item.id;
+      const link = tr.querySelector("a.customer");
+      link.href = item.url;
+      link.textContent = item.customer_ref;
+      tr.querySelector("form").action = `${item.url}/take`;
+    }
+    tr.querySelector(".reason").textContent = item.reason;
+    tr.querySelector(".last").textContent = item.last_text;
+    const cell = tr.querySelector(".waited");
+    cell.dataset.waitingS = String(item.waiting_s);
+    cell.dataset.since = String(Date.now() - item.waiting_s * 1000);
+    cell.textContent = waitedText(item.waiting_s);
+    return tr;
+  }
+
+  async function refresh() {
+    try {
+      const response = await fetch(body.dataset.source, { headers: { Accept: "application/json" } });
+      if (!response.ok || !response.headers.get("Content-Type")?.startsWith("application/json")) {
+        status.textContent = "The list could not be updated (signed out?): reload the page.";
+        return;
+      }
+      const { waiting } = await response.json();
+      const keep = new Set(waiting.map((item) => item.id));
+      for (const tr of [...body.rows]) if (!keep.has(tr.dataset.id)) tr.remove();
+      waiting.forEach((item, i) => {
+        const tr = row(item);
+        if (body.rows[i] !== tr) body.insertBefore(tr, body.rows[i] || null);
+      });
+      empty.hidden = waiting.length > 0;
+      status.textContent = "";
+    } catch {
+      status.textContent = "The list could not be updated: the connection was lost. Trying again…";
+    }
+  }
+
+  tickWaits();
+  setInterval(refresh, 2000);
+})();
+
+/*
+ * A conversation: its feed (EventSource; the session cookie goes with it) appends each new message.
+ * A stream that ends (the server closes it after ten minutes) or breaks is opened again from the
+ * last message shown. A change of status or owner reloads the page, which then offers what the
+ * agent may do now, unless the agent is typing a reply: then a notice says so.
+ */
+(() => {
+  const list = document.getElementById("transcript");
+  if (!list) return;
+  const about = document.getElementById("about");
+  const template = document.getElementById("message");
+  const roles = { customer: "Customer", assistant: "Assistant", agent: "Agent", system: "Notice" };
+  let after = Number(list.dataset.after);
+
+  function show(message) {
+    if (message.seq <= after) return;  // already shown (a feed opened again)
+    after = message.seq;
+    const li = template.content.firstElementChild.cloneNode(true);
+    li.classList.add(message.role);
+    li.dataset.seq = String(message.seq);
+    li.querySelector(".who").textContent = (message.role === "agent" && message.agent_name) || roles[message.role];
+    const time = li.querySelector("time");
+    time.dateTime = message.created_at;
+    time.textContent = new Date(message.created_at).toISOString().slice(11, 19);
+    if (message.answer_id) {
+      const link = document.createElement("a");
+      link.className = "audit";
+      link.href = `/console/answers/${message.answer_id}`;
+      link.textContent = "audited answer";
+      li.querySelector(".meta").append(" · ", link);
+    }
+    li.querySelector(".text").textContent = message.text;
+    list.append(li);
+  }
+
+  function changed(state) {
+    if (state.status === about.dataset.status && (state.agent_name || "") === about.dataset.agentName) return;
+    const reply = document.getElementById("text");
+    if (!reply || !reply.value.trim()) window.location.reload();
+    else document.getElementById("changed").hidden = false;
+  }
+
+  function open() {
+    const feed = new EventSource(`${list.dataset.events}?after=${after}`);
+    feed.addEventListener("message", (event) => show(JSON.parse(event.data)));
+    feed.addEventListener("status", (event) => changed(JSON.parse(event.data)));
+    feed.addEventListener("error", () => {
+      feed.close();
+      setTimeout(open, 1000);
+    });
+  }
+
+  tickWaits();
+  open();
 })();

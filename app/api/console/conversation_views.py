@@ -1,0 +1,96 @@
+"""What the console shows of the widget's conversations: the queue's rows and a conversation's
+transcript, written out for people. The JSON rows feed the queue page's script (app/web/static/console.js)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from app.data.agents import ConsoleSession
+from app.data.conversations import Conversation, Message, Waiting
+from app.domain.vocabulary import HandoverReason, Role
+
+REASONS: dict[HandoverReason, str] = {
+    "requested": "The customer asked for a person",
+    "fallbacks": "The assistant could not answer, repeatedly",
+    "out_of_scope": "Outside what the assistant answers",
+}
+ROLES: dict[Role, str] = {"customer": "Customer", "assistant": "Assistant", "agent": "Agent", "system": "Notice"}
+
+
+def waited(seconds: float) -> str:
+    """A wait as people say it (console.js writes the ticking one the same way)."""
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+def clock(moment: datetime) -> str:
+    return moment.strftime("%H:%M:%S")
+
+
+class QueueRow(msgspec.Struct, frozen=True, kw_only=True):
+    id: uuid.UUID
+    customer_ref: str
+    reason: str
+    waiting_s: float
+    waited: str
+    last_text: str
+    url: str
+
+
+def queue_rows(waiting: list[Waiting]) -> list[QueueRow]:
+    return [
+        QueueRow(
+            id=w.id,
+            customer_ref=w.customer_ref,
+            reason=REASONS[w.handover_reason],
+            waiting_s=round(w.waiting_s, 1),
+            waited=waited(w.waiting_s),
+            last_text=w.last_text,
+            url=f"/console/conversations/{w.id}",
+        )
+        for w in waiting
+    ]
+
+
+class ConversationView(msgspec.Struct, frozen=True, kw_only=True):
+    conversation: Conversation
+    messages: list[Message]
+    after: int  # the last message shown: the live feed goes on from it
+    status: str
+    mine: bool  # the signed-in agent has it: they may reply and hand it back
+    waiting_s: float | None  # while it waits
+    facts: dict[str, Any] | None  # the latest answer's facts (ChatFacts), as the customer read them
+    facts_answer: uuid.UUID | None
+
+
+def status_text(conversation: Conversation) -> str:
+    if conversation.status == "agent":
+        return f"With {conversation.agent_name or 'an agent'}"
+    if conversation.status == "waiting":
+        return "Waiting for an agent"
+    return "With the assistant"
+
+
+def conversation_view(
+    conversation: Conversation, messages: list[Message], agent: ConsoleSession, now: datetime
+) -> ConversationView:
+    answered = next((m for m in reversed(messages) if m.role == "assistant" and m.facts), None)
+    since = conversation.waiting_since
+    return ConversationView(
+        conversation=conversation,
+        messages=messages,
+        after=messages[-1].seq if messages else 0,
+        status=status_text(conversation),
+        mine=conversation.status == "agent" and conversation.agent_id == agent.identity.agent_id,
+        waiting_s=(now - since).total_seconds() if conversation.status == "waiting" and since else None,
+        facts=answered.facts if answered else None,
+        facts_answer=answered.answer_id if answered else None,
+    )
