@@ -1,4 +1,5 @@
-"""The `bill-assistant` command: migrate, import, tenants, agents, seed, serve, demo, precompute, traffic, replay, eval.
+"""The `bill-assistant` command: migrate, import, tenants, agents, seed, serve, demo, precompute, traffic, replay,
+eval, ab.
 
 Each command group lives in its own module; this one makes the `main` group and registers them by
 name, imported when run: `import` need not load the web framework, the templates or the eval harness
@@ -27,6 +28,8 @@ COMMANDS = {
     "traffic": ("app.cli.traffic", "traffic"),
     "replay": ("app.cli.traffic", "replay_cmd"),
     "eval": ("app.cli.eval", "eval_cmd"),
+    "conversations": ("app.cli.conversations", "conversations"),
+    "ab": ("app.cli.ab", "ab_cmd"),
 }
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 import msgspec
@@ -30,14 +31,17 @@ class Sample(msgspec.Struct, frozen=True, kw_only=True):
     e2e_ms: float
     ttft_ms: float | None
     source: str | None
+    seq: int = -1  # the arrival's place in the traffic file: the same request in two runs
+    answer: dict[str, Any] | None = None  # the answer as served (the JSON body; the chat's final event)
 
 
-def _final_source(stream: bytes) -> str | None:
-    """The `source` of a chat stream's final event."""
+def _final_answer(stream: bytes) -> dict[str, Any] | None:
+    """The answer of a chat stream's final event (the answer as audited)."""
     for block in stream.replace(b"\r\n", b"\n").split(b"\n\n"):
         if block.startswith(b"event: final\n"):
             data = block.split(b"\n", 1)[1].removeprefix(b"data: ")
-            return str(msgspec.json.decode(data)["source"])
+            answer: dict[str, Any] = msgspec.json.decode(data)
+            return answer
     return None
 
 
@@ -80,7 +84,7 @@ async def replay(
     samples: list[Sample] = []
     tokens = await _session_tokens(pool, host, port, arrivals, keys)
 
-    async def one(arrival: Arrival, scheduled: float) -> None:
+    async def one(seq: int, arrival: Arrival, scheduled: float) -> None:
         question = {"account_ref": arrival.account_ref, "question": arrival.question, "locale": arrival.locale}
         if arrival.as_of is not None:
             question["as_of"] = arrival.as_of.isoformat()
@@ -98,16 +102,16 @@ async def replay(
             if first_text is None and b"event: delta" in chunk:
                 first_text = time.perf_counter()
 
-        status, ttft, source = 0, None, None
+        status, ttft, answer = 0, None, None
         try:
             reply = await pool.request(raw, on_chunk)
             status = reply.status
             if widget:
                 ttft = (first_text - scheduled) * 1000 if first_text is not None else None
-                source = _final_source(reply.body) if status == 200 else None
+                answer = _final_answer(reply.body) if status == 200 else None
             else:
                 ttft = _ttft(reply.headers.get("server-timing", ""))
-                source = msgspec.json.decode(reply.body).get("source") if status == 200 else None
+                answer = msgspec.json.decode(reply.body) if status == 200 else None
         except (OSError, asyncio.IncompleteReadError, ValueError):
             pass
         sample = Sample(
@@ -116,18 +120,20 @@ async def replay(
             status=status,
             e2e_ms=(time.perf_counter() - scheduled) * 1000,
             ttft_ms=ttft,
-            source=source,
+            source=None if answer is None else str(answer.get("source")),
+            seq=seq,
+            answer=answer,
         )
         samples.append(sample)
         on_done(sample)
 
     start = time.perf_counter()
     tasks = []
-    for arrival in arrivals:
+    for seq, arrival in enumerate(arrivals):
         scheduled = start + arrival.at / speed
         if (delay := scheduled - time.perf_counter()) > 0:
             await asyncio.sleep(delay)
-        tasks.append(asyncio.create_task(one(arrival, scheduled)))  # never waits for earlier answers
+        tasks.append(asyncio.create_task(one(seq, arrival, scheduled)))  # never waits for earlier answers
     await asyncio.gather(*tasks)
     pool.close()
     return samples

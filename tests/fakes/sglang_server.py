@@ -10,6 +10,7 @@
 - Prefix cache: cached_tokens is the longest token prefix shared with an earlier prompt (a radix cache).
 - Scripts: queued ones (`scripts`) answer the next requests in turn; `answer_for` picks one by the
   prompt (the key-field gate's tests script a profile per golden case); otherwise `default`.
+- /flush_cache empties the prefix cache (SGLang answers it once no request is running).
 - POST /abort_request {rid}: the stream ends with finish_reason abort. A client that disconnects
   mid-stream is an abort too (SGLang aborts a request whose client went away): generation stops and
   the rid is in `disconnected`. /health, /health_generate, /model_info, /server_info.
@@ -68,6 +69,7 @@ class FakeSGLang:
     disconnected: set[str] = field(default_factory=set)
     # The client's (host, port) of each /generate: one port for many requests is one kept-alive connection.
     connections: list[tuple[str, int]] = field(default_factory=list)
+    flushes: int = 0  # POST /flush_cache calls
     _prompts: list[list[str]] = field(default_factory=list)
 
     def cached_tokens(self, prompt: list[str]) -> int:
@@ -96,6 +98,10 @@ class FakeSGLang:
             return await _json(send, 200, {})
         if method == "GET" and path in ("/model_info", "/server_info"):
             return await _json(send, 200, {"model_path": "fake/model", "is_generation": True})
+        if method in ("GET", "POST") and path == "/flush_cache":  # empties the radix cache
+            self._prompts.clear()
+            self.flushes += 1
+            return await _json(send, 200, {})
         if method == "POST" and path == "/abort_request":
             self.aborted.add(json.loads(body)["rid"])
             return await _json(send, 200, {})

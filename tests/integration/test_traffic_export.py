@@ -86,7 +86,7 @@ async def test_exported_traffic_keeps_who_what_and_when_masks_people_and_replays
         gaps = [b.at - a.at for a, b in itertools.pairwise(masked)]
         assert masked[0].at == 0
         assert all(0.25 < gap < 2.0 for gap in gaps), gaps  # the pauses between the requests, kept
-        assert sorted({a.tenant for a in everyone}) == sorted({bank.slug, other.slug})
+        assert {bank.slug, other.slug} <= {a.tenant for a in everyone}  # other tests' banks answer meanwhile
 
         # The file replays: every request answered again, the widget's through a session token.
         replayed = await replay(loads(dumps(masked)), server.url, {bank.slug: bank.key})
