@@ -147,10 +147,19 @@ async def test_a_narrow_phone_screen_works_with_the_keyboard(
     page = await context.new_page()
     try:
         await open_demo(page, server, bank)
-        await page.get_by_label("Your question").fill("Why is my bill higher?")
-        await page.get_by_role("button", name="Ask").focus()
-        await page.keyboard.press("Enter")
+        # Shift+Enter starts a new line; Enter sends.
+        question = page.get_by_label("Your question")
+        await question.fill("Why is my bill")
+        await question.press("Shift+Enter")
+        await question.press_sequentially("higher?")
+        await expect(question).to_have_value("Why is my bill\nhigher?")
+        await expect(page.locator(".msg.customer")).to_have_count(0)  # nothing sent yet
+        await question.press("Enter")
+        await expect(question).to_have_value("")
+        await expect(page.get_by_role("log").get_by_text("Why is my bill\nhigher?")).to_be_visible()
         await expect(page.get_by_role("region", name="Answer")).to_have_text(SHOWN)
+        # The quick replies are the follow-ups now, in reach of the keyboard.
+        await expect(page.get_by_role("button", name="And why?")).to_be_visible()
         width = await page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
         assert width[0] <= width[1], f"horizontal scrolling: {width}"
         box = await page.locator("[data-bill-assistant]").bounding_box()
@@ -200,7 +209,7 @@ async def test_a_claim_that_fails_its_check_never_reaches_the_page(
         """() => {
             window.shown = [];
             const root = document.querySelector("[data-bill-assistant]").shadowRoot;
-            const record = () => window.shown.push(root.querySelector(".answer").textContent);
+            const record = () => window.shown.push(root.querySelector(".answer")?.textContent ?? "");
             new MutationObserver(record).observe(root, {subtree: true, childList: true, characterData: true});
         }"""
     )
@@ -299,9 +308,12 @@ async def test_rate_limits_and_overload_are_clear_messages(
 
         async with engine.begin() as conn:
             await set_limits(conn, bank.slug, {"rate_limit_per_s": 0.001})  # one more, then 429
-        await first.get_by_role("button", name="Why was I charged interest?").click()
+        # After an answer the quick replies are follow-ups: the question is typed and sent with Enter.
+        await first.get_by_label("Your question").fill("Why was I charged interest?")
+        await first.get_by_label("Your question").press("Enter")
         await expect(first.get_by_role("status")).to_have_text("Writing your answer…")
-        await second.get_by_role("button", name="Why was I charged interest?").click()
+        await second.get_by_label("Your question").fill("Why was I charged interest?")
+        await second.get_by_label("Your question").press("Enter")
         await expect(second.get_by_role("alert")).to_contain_text("You are asking faster than we can answer.")
     finally:
         await first.close()

@@ -8,10 +8,15 @@
  *        data-endpoint="https://assistant.bank.example"></div>
  *   <script src="https://assistant.bank.example/static/widget.js" defer></script>
  *
- * The numbers arrive first (a `facts` event, formatted by the server) and are shown as a table;
- * the answer's text streams in as `delta` events; a `replace` event swaps in the verified answer;
- * `final` is the answer as audited. It renders in a shadow root, so the page's styles and the
- * widget's never mix.
+ * A chat: a transcript (role=log) of the customer's messages, the assistant's answers (each with the
+ * statement facts it was answered from, which arrive first: a `facts` event, formatted by the server),
+ * agents' replies and the service's notices. An answer's text streams in as `delta` events, a
+ * `replace` event swaps in the verified answer, `final` is the answer as audited (with the choices of
+ * a clarifying question, or the handover to an agent), `turn` gives the messages' numbers. The
+ * conversation's id is kept in sessionStorage (per customer), so a reload restores the transcript
+ * (GET /v1/chat/conversations/{id}); its live feed (…/events, read with fetch: EventSource cannot send
+ * the bearer token) brings an agent's replies as they are written. It renders in a shadow root, so
+ * the page's styles and the widget's never mix.
  */
 (() => {
   "use strict";
@@ -19,20 +24,32 @@
   const TEXT = {
     en: {
       title: "Questions about your bill",
+      conversation: "Conversation",
+      newConversation: "New conversation",
       account: "Card",
       question: "Your question",
-      placeholder: "For example: why is my bill higher than last month?",
-      ask: "Ask",
+      placeholder: "Ask about your bill. Enter sends, Shift+Enter starts a new line.",
+      placeholderAgent: "Write to the agent. Enter sends, Shift+Enter starts a new line.",
+      ask: "Send",
       suggestions: "Suggested questions",
       suggested: [
         "Why is my bill higher than last month?",
         "Did my payment arrive?",
         "Why was I charged interest?",
       ],
+      followUps: ["And why?", "When is it due?", "Speak to a person"],
+      choices: "Choose one",
+      you: "You",
+      assistant: "Assistant",
+      agent: "Agent",
       loading: "Looking at your statement…",
       writing: "Writing your answer…",
       ready: "Answer ready.",
-      caption: "Your latest statement",
+      delivered: "Your message was passed to the agent.",
+      waiting: "Waiting for an agent… You can keep writing here: your messages go to them.",
+      withAgent: "You are chatting with {name}.",
+      someAgent: "an agent",
+      caption: "Your statement",
       current: "New balance",
       previous: "Previous balance",
       difference: "Change",
@@ -54,16 +71,28 @@
     },
     "zh-CN": {
       title: "账单问题",
+      conversation: "对话",
+      newConversation: "新对话",
       account: "卡片",
       question: "您的问题",
-      placeholder: "例如：为什么这个月的账单比上个月高？",
-      ask: "提问",
+      placeholder: "请输入关于账单的问题。按 Enter 发送，Shift+Enter 换行。",
+      placeholderAgent: "请输入给客服的消息。按 Enter 发送，Shift+Enter 换行。",
+      ask: "发送",
       suggestions: "常见问题",
       suggested: ["为什么这个月的账单比上个月高？", "我的还款到账了吗？", "为什么收了我利息？"],
+      followUps: ["为什么？", "什么时候到期？", "转人工"],
+      choices: "请选择",
+      you: "您",
+      assistant: "智能助手",
+      agent: "客服",
       loading: "正在查看您的账单…",
       writing: "正在生成回答…",
       ready: "回答已完成。",
-      caption: "您最近一期账单",
+      delivered: "您的消息已转给客服。",
+      waiting: "正在等待人工客服… 您可以继续在这里留言，客服会看到。",
+      withAgent: "{name}正在为您服务。",
+      someAgent: "客服",
+      caption: "您的账单",
       current: "本期余额",
       previous: "上期余额",
       difference: "变化",
@@ -89,26 +118,48 @@
     :host { display: block; max-width: 34rem; color: #1b1f24; font: 16px/1.5 system-ui, sans-serif; }
     * { box-sizing: border-box; }
     section { border: 1px solid #c9d1d9; border-radius: 12px; padding: 1rem; background: #fff; }
-    h2 { font-size: 1.15rem; margin: 0 0 .75rem; }
+    .head { display: flex; align-items: center; justify-content: space-between; gap: .5rem; margin: 0 0 .5rem; }
+    h2 { font-size: 1.15rem; margin: 0; }
     label { display: block; font-weight: 600; margin: .5rem 0 .25rem; }
     select, textarea { width: 100%; font: inherit; padding: .5rem; border: 1px solid #8c959f; border-radius: 8px; }
-    textarea { min-height: 4.5rem; resize: vertical; }
-    .suggestions { display: flex; flex-wrap: wrap; gap: .4rem; margin: .6rem 0; }
+    textarea { min-height: 3.2rem; resize: vertical; }
     button { font: inherit; border-radius: 8px; cursor: pointer; min-height: 44px; }
-    .suggestions button { border: 1px solid #8c959f; background: #f6f8fa; padding: .3rem .7rem; }
-    button[type=submit] { border: 0; background: #0b5cad; color: #fff; padding: .5rem 1.4rem; font-weight: 600; }
-    button:disabled { opacity: .6; cursor: progress; }
+    .head button { border: 1px solid #8c959f; background: #fff; padding: .2rem .7rem; font-size: .875rem; }
+    .quick, .choices { display: flex; flex-wrap: wrap; gap: .4rem; margin: .5rem 0; }
+    .quick button, .choices button { border: 1px solid #8c959f; background: #f6f8fa; padding: .3rem .7rem; text-align: left; }
+    .choices button { border-color: #0b5cad; color: #0b5cad; background: #fff; }
+    .send { display: flex; gap: .5rem; align-items: flex-end; }
+    .send textarea { flex: 1; }
+    button[type=submit] { border: 0; background: #0b5cad; color: #fff; padding: .5rem 1.2rem; font-weight: 600; }
     :focus-visible { outline: 3px solid #e8a317; outline-offset: 2px; }
-    .status { min-height: 1.5em; color: #57606a; margin: .5rem 0 0; }
-    .error { border-left: 4px solid #cf222e; background: #ffebe9; padding: .5rem .75rem; margin-top: .75rem; }
-    table { width: 100%; border-collapse: collapse; margin-top: .75rem; }
-    caption { text-align: left; font-weight: 600; padding-bottom: .25rem; }
-    th, td { text-align: left; padding: .3rem .25rem; border-top: 1px solid #eaeef2; vertical-align: top; }
+    .log { max-height: min(65vh, 34rem); overflow-y: auto; display: flex; flex-direction: column; gap: .6rem;
+           padding: .25rem .1rem; overscroll-behavior: contain; }
+    .log:empty { display: none; }
+    .msg { max-width: 92%; padding: .55rem .8rem; border-radius: 12px; overflow-wrap: anywhere; }
+    .msg.customer { align-self: flex-end; background: #0b5cad; color: #fff; border-bottom-right-radius: 4px; white-space: pre-wrap; }
+    .msg.assistant { align-self: flex-start; background: #f3f5f8; border-bottom-left-radius: 4px; }
+    .msg.agent { align-self: flex-start; background: #e6f4ea; border: 1px solid #9fd3ad; border-bottom-left-radius: 4px; white-space: pre-wrap; }
+    .msg.system { align-self: center; max-width: 100%; background: none; color: #57606a; font-size: .875rem; text-align: center; padding: .1rem .5rem; }
+    .who { display: block; font-size: .8rem; font-weight: 600; color: #1a7f37; }
+    .sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
+    .answer { white-space: pre-wrap; }
+    .typing { display: inline-flex; gap: 3px; padding: .2rem 0; }
+    .typing span { width: 6px; height: 6px; border-radius: 50%; background: #8c959f; animation: blink 1.2s infinite; }
+    .typing span:nth-child(2) { animation-delay: .2s; } .typing span:nth-child(3) { animation-delay: .4s; }
+    @keyframes blink { 0%, 80%, 100% { opacity: .25; } 40% { opacity: 1; } }
+    @media (prefers-reduced-motion: reduce) { .typing span { animation: none; } }
+    .status { min-height: 1.5em; color: #57606a; margin: .4rem 0 0; font-size: .9rem; }
+    .banner { border-left: 4px solid #bf8700; background: #fff8c5; padding: .5rem .75rem; margin: 0 0 .5rem; }
+    .banner.agent { border-color: #1a7f37; background: #dafbe1; }
+    .error { border-left: 4px solid #cf222e; background: #ffebe9; padding: .5rem .75rem; margin-top: .5rem; }
+    details { margin-top: .5rem; }
+    summary { cursor: pointer; color: #0b5cad; font-size: .9rem; min-height: 24px; }
+    table { width: 100%; border-collapse: collapse; margin-top: .25rem; background: #fff; border-radius: 8px; }
+    th, td { text-align: left; padding: .3rem .4rem; border-top: 1px solid #eaeef2; vertical-align: top; }
     th { font-weight: 500; color: #57606a; width: 45%; }
     td { font-variant-numeric: tabular-nums; overflow-wrap: anywhere; }
     ul { margin: 0; padding-left: 1.1rem; }
-    .answer { margin-top: .75rem; white-space: pre-wrap; overflow-wrap: anywhere; }
-    .note { color: #57606a; font-size: .875rem; margin: .25rem 0 0; }
+    .note { color: #57606a; font-size: .8rem; margin: .3rem 0 0; }
     [hidden] { display: none !important; }
   `;
 
@@ -147,79 +198,346 @@
     }
   }
 
+  /* Where the conversation's id is kept: per tenant and customer (read from the token's payload,
+     which is not secret), so that a reload with a fresh token finds it and another customer does not. */
+  function storageKey(token) {
+    try {
+      const payload = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+      const claims = JSON.parse(atob(payload + "=".repeat((4 - (payload.length % 4)) % 4)));
+      if (claims.customer_ref) return `bill-assistant:conversation:${claims.tenant_id}:${claims.customer_ref}`;
+    } catch { /* not our token format: key by the token itself */ }
+    return `bill-assistant:conversation:${token}`;
+  }
+
+  const store = {
+    get(key) { try { return sessionStorage.getItem(key); } catch { return null; } },
+    set(key, value) { try { sessionStorage.setItem(key, value); } catch { /* storage off: no restore */ } },
+    drop(key) { try { sessionStorage.removeItem(key); } catch { /* idem */ } },
+  };
+
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
   function mount(host, options) {
     const locale = pickLocale(options.locale);
     const t = TEXT[locale];
     const endpoint = (options.endpoint || "").replace(/\/$/, "");
     const auth = { Authorization: `Bearer ${options.token}` };
+    const key = storageKey(options.token || "");
     const uid = `ba-${Math.random().toString(36).slice(2, 8)}`;
 
     const root = host.attachShadow({ mode: "open" });
     root.append(element("style", {}, STYLE));
     const section = element("section", { "aria-labelledby": `${uid}-title`, lang: locale });
-    section.append(element("h2", { id: `${uid}-title` }, t.title));
+    const head = element("div", { class: "head" });
+    const restart = element("button", { type: "button", hidden: "" }, t.newConversation);
+    head.append(element("h2", { id: `${uid}-title` }, t.title), restart);
+
+    const banner = element("div", { class: "banner", "aria-live": "polite", hidden: "" });
+    const log = element("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": t.conversation });
+    const status = element("p", { class: "status", role: "status" });
+    const error = element("div", { class: "error", role: "alert", hidden: "" });
+    const quick = element("div", { class: "quick", role: "group", "aria-label": t.suggestions });
 
     const form = element("form", { novalidate: "" });
     const select = element("select", { id: `${uid}-account`, name: "account" });
     const textarea = element("textarea", {
-      id: `${uid}-question`, name: "question", maxlength: "1000", placeholder: t.placeholder,
+      id: `${uid}-question`, name: "question", maxlength: "1000", rows: "2", placeholder: t.placeholder,
     });
-    const suggestions = element("div", { class: "suggestions", role: "group", "aria-label": t.suggestions });
-    for (const question of t.suggested) {
-      const button = element("button", { type: "button" }, question);
-      button.addEventListener("click", () => {
-        textarea.value = question;
-        form.requestSubmit();
-      });
-      suggestions.append(button);
-    }
     const submit = element("button", { type: "submit" }, t.ask);
+    const send = element("div", { class: "send" });
+    send.append(textarea, submit);
     form.append(
       element("label", { for: select.id }, t.account), select,
-      element("label", { for: textarea.id }, t.question), textarea,
-      suggestions, submit,
+      element("label", { for: textarea.id }, t.question), send,
     );
-
-    const status = element("p", { class: "status", role: "status" });
-    const error = element("div", { class: "error", role: "alert", hidden: "" });
-    const table = element("table", { class: "facts", hidden: "" });
-    const answer = element("div", { class: "answer", role: "region", "aria-label": t.answer, "aria-live": "polite" });
-    const note = element("p", { class: "note" });
-    section.append(form, status, error, table, answer, note);
+    section.append(head, banner, log, status, error, quick, form);
     root.append(section);
 
-    function showError(message) {
-      error.textContent = message;
-      error.hidden = false;
-      status.textContent = "";
-      answer.setAttribute("aria-busy", "false");
+    // The conversation as this page knows it.
+    let conversationId = null;
+    let state = "bot"; // bot | waiting | agent
+    let agentName = null;
+    const bySeq = new Map(); // message number -> its element: a message is shown once
+    let lastSeq = 0;
+    let inFlight = null; // the question being answered: {controller, mine, reply}
+    let deferred = []; // the feed's copies of this page's own turn, until the turn's numbers are known
+    let feed = null; // AbortController of the live feed
+    let accountsReady = null;
+
+    /* ---------- the transcript ---------- */
+
+    function scrollDown(force) {
+      const near = log.scrollHeight - log.scrollTop - log.clientHeight < 80;
+      if (force || near) log.scrollTop = log.scrollHeight;
     }
 
-    function showFacts(facts) {
+    function known(seq, node) {
+      if (!seq) return;
+      node.dataset.seq = seq;
+      bySeq.set(seq, node);
+      lastSeq = Math.max(lastSeq, seq);
+    }
+
+    function bubble(role, label) {
+      const node = element("article", { class: `msg ${role}` });
+      if (label) node.append(element("span", { class: role === "agent" ? "who" : "who sr" }, label));
+      return node;
+    }
+
+    function addCustomer(text, seq) {
+      const node = bubble("customer", `${t.you}: `);
+      node.append(text);
+      known(seq, node);
+      log.append(node);
+      scrollDown(true);
+      return node;
+    }
+
+    function addNotice(text, seq) {
+      const node = bubble("system");
+      node.textContent = text;
+      known(seq, node);
+      log.append(node);
+      scrollDown();
+    }
+
+    function addAgent(text, name, seq) {
+      const node = bubble("agent", name || t.agent);
+      node.append(text);
+      known(seq, node);
+      log.append(node);
+      scrollDown();
+    }
+
+    /* An assistant's message: its answer (the one latest answer is the region named "Answer"),
+       the facts it was answered from, and the choices of a clarifying question. */
+    function addAssistant() {
+      for (const old of log.querySelectorAll(".answer[role=region]")) {
+        old.removeAttribute("role");
+        old.removeAttribute("aria-label");
+      }
+      for (const old of log.querySelectorAll("details[open]")) old.open = false;
+      const node = bubble("assistant", `${t.assistant}: `);
+      const answer = element("div", { class: "answer", role: "region", "aria-label": t.answer });
+      const typing = element("span", { class: "typing", "aria-hidden": "true", hidden: "" });
+      typing.append(element("span"), element("span"), element("span"));
+      const note = element("p", { class: "note", hidden: "" });
+      node.append(answer, typing, note);
+      log.append(node);
+      scrollDown(true);
+      return { node, answer, typing, note };
+    }
+
+    function factsTable(facts) {
       const d = facts.display;
-      table.replaceChildren(element("caption", {}, t.caption));
+      const ft = TEXT[facts.locale] || t; // labelled in the answer's language
+      const details = element("details", { open: "", lang: facts.locale || locale });
+      details.append(element("summary", {}, ft.caption));
+      const table = element("table", { class: "facts", "aria-label": ft.caption });
       const body = element("tbody");
       const rows = [
-        ["current", t.current, d.current], ["previous", t.previous, d.previous],
-        ["difference", t.difference, d.difference], ["minimum_due", t.minimum, d.minimum_due],
-        ["due_date", t.due, d.due_date], ["status", t.status, d.status],
+        ["current", ft.current, d.current], ["previous", ft.previous, d.previous],
+        ["difference", ft.difference, d.difference], ["minimum_due", ft.minimum, d.minimum_due],
+        ["due_date", ft.due, d.due_date], ["status", ft.status, d.status],
       ];
       for (const [field, label, value] of rows) {
         const row = element("tr");
         row.append(element("th", { scope: "row" }, label), element("td", { "data-field": field }, value));
         body.append(row);
       }
-      if (d.drivers.length) {
+      if (d.drivers && d.drivers.length) {
         const list = element("ul");
         for (const driver of d.drivers) list.append(element("li", { "data-amount": driver.amount }, `${driver.label}: ${driver.amount}`));
         const row = element("tr");
         const cell = element("td", { "data-field": "drivers" });
         cell.append(list);
-        row.append(element("th", { scope: "row" }, t.drivers), cell);
+        row.append(element("th", { scope: "row" }, ft.drivers), cell);
         body.append(row);
       }
       table.append(body);
-      table.hidden = false;
+      details.append(table);
+      return details;
+    }
+
+    function showFacts(reply, facts) {
+      if (!facts || !facts.display) return;
+      reply.node.querySelector("details")?.remove();
+      if (facts.locale) reply.node.lang = facts.locale;
+      reply.node.append(factsTable(facts));
+    }
+
+    function showChoices(reply, choices) {
+      const group = element("div", { class: "choices", role: "group", "aria-label": t.choices });
+      for (const label of choices) {
+        const button = element("button", { type: "button" }, label);
+        button.addEventListener("click", () => { ask(label); textarea.focus({ preventScroll: true }); });
+        group.append(button);
+      }
+      reply.node.append(group);
+    }
+
+    function finishAssistant(reply, { text, choices, facts, handover }) {
+      reply.answer.textContent = text;
+      reply.typing.hidden = true;
+      reply.answer.setAttribute("aria-busy", "false");
+      // A clarifying question or a handover notice is no answer: no facts beside it.
+      if (choices?.length || handover) reply.node.querySelector("details")?.remove();
+      else if (facts) showFacts(reply, facts);
+      if (choices?.length) showChoices(reply, choices);
+    }
+
+    /* A message from the server (the restored transcript, the live feed): shown once. */
+    function showMessage(m) {
+      if (bySeq.has(m.seq)) return;
+      if (m.role === "customer") {
+        // This page's own message, written before its number was known.
+        const mine = [...log.querySelectorAll(".msg.customer:not([data-seq])")]
+          .find((node) => node.lastChild && node.lastChild.textContent === m.text);
+        if (mine) known(m.seq, mine);
+        else addCustomer(m.text, m.seq);
+      } else if (m.role === "assistant") {
+        const reply = addAssistant();
+        finishAssistant(reply, { text: m.text, choices: m.choices, facts: m.facts });
+        known(m.seq, reply.node);
+      } else if (m.role === "agent") {
+        addAgent(m.text, m.agent_name || agentName, m.seq);
+      } else {
+        addNotice(m.text, m.seq);
+      }
+      if (m.account_ref && [...select.options].some((o) => o.value === m.account_ref)) select.value = m.account_ref;
+    }
+
+    /* ---------- the conversation's state ---------- */
+
+    function setQuick(questions) {
+      quick.replaceChildren();
+      for (const question of questions) {
+        const button = element("button", { type: "button" }, question);
+        button.addEventListener("click", () => { ask(question); textarea.focus({ preventScroll: true }); });
+        quick.append(button);
+      }
+      quick.hidden = !questions.length;
+    }
+
+    function setState(next, name) {
+      const changed = next !== state;
+      state = next;
+      if (name !== undefined) agentName = name;
+      if (state === "waiting") {
+        banner.textContent = t.waiting;
+        banner.className = "banner";
+        banner.hidden = false;
+      } else if (state === "agent") {
+        banner.textContent = t.withAgent.replace("{name}", agentName || t.someAgent);
+        banner.className = "banner agent";
+        banner.hidden = false;
+      } else {
+        banner.hidden = true;
+        banner.textContent = "";
+      }
+      textarea.placeholder = state === "bot" ? t.placeholder : t.placeholderAgent;
+      if (changed) setQuick(state !== "bot" ? [] : bySeq.size ? t.followUps : t.suggested);
+    }
+
+    /* The conversation's id (a new one's is in the first event of its first answer; the
+       conversation exists once that turn is recorded, and its feed is opened then). */
+    function adopt(id) {
+      restart.hidden = false;
+      if (id === conversationId) return;
+      if (feed) feed.abort();
+      feed = null;
+      conversationId = id;
+      store.set(key, id);
+    }
+
+    function reset() {
+      if (inFlight) inFlight.controller.abort();
+      forget();
+      bySeq.clear();
+      lastSeq = 0;
+      deferred = [];
+      log.replaceChildren();
+      status.textContent = "";
+      error.hidden = true;
+      restart.hidden = true;
+      setState("bot", null);
+      setQuick(t.suggested);
+    }
+
+    /* ---------- the live feed: agents' replies, notices, status ---------- */
+
+    function fromFeed(m) {
+      if (bySeq.has(m.seq)) return;
+      // This page's own turn is shown from its answer stream; the feed's copy waits for its numbers.
+      if (inFlight && (m.role === "assistant" || m.role === "customer")) deferred.push(m);
+      else showMessage(m);
+    }
+
+    function flushDeferred() {
+      const waiting = deferred;
+      deferred = [];
+      for (const m of waiting.sort((a, b) => a.seq - b.seq)) showMessage(m);
+    }
+
+    async function openFeed() {
+      if (feed || !conversationId) return; // open already
+      const controller = new AbortController();
+      feed = controller;
+      const id = conversationId;
+      let pause = 500;
+      while (feed === controller && conversationId === id) {
+        try {
+          const response = await fetch(`${endpoint}/v1/chat/conversations/${id}/events?after=${lastSeq}`, {
+            headers: { ...auth, Accept: "text/event-stream" }, signal: controller.signal,
+          });
+          if (response.status === 404 || response.status === 401) { // gone, or the session ended
+            if (feed === controller) feed = null;
+            return;
+          }
+          if (response.ok) {
+            for await (const event of readEvents(response)) {
+              pause = 500;
+              if (event.name === "status") setState(event.data.status, event.data.agent_name);
+              else if (event.name === "message") fromFeed(event.data);
+            }
+          }
+        } catch {
+          if (controller.signal.aborted) return;
+        }
+        await sleep(pause); // the feed ended (it does every few minutes) or failed: open it again
+        pause = Math.min(pause * 2, 10000);
+      }
+    }
+
+    async function restore() {
+      const id = store.get(key);
+      if (!id) return;
+      try {
+        const response = await fetch(`${endpoint}/v1/chat/conversations/${encodeURIComponent(id)}`, { headers: auth });
+        if (response.status === 404) return store.drop(key); // purged or not this customer's: start afresh
+        if (!response.ok) return;
+        const conversation = await response.json();
+        await accountsReady;
+        if (conversationId || inFlight || log.childElementCount) return; // the customer was quicker
+        for (const m of conversation.messages) showMessage(m);
+        setQuick([]);
+        const last = conversation.messages[conversation.messages.length - 1];
+        setState(conversation.status, conversation.agent_name);
+        if (conversation.status === "bot") {
+          setQuick(last && last.role === "assistant" && last.choices?.length ? [] : bySeq.size ? t.followUps : t.suggested);
+        }
+        scrollDown(true);
+        adopt(conversation.conversation_id || id);
+        openFeed();
+      } catch { /* offline: the page starts afresh; the accounts' error says so */ }
+    }
+
+    /* ---------- asking ---------- */
+
+    function showError(message) {
+      error.textContent = message;
+      error.hidden = false;
+      status.textContent = "";
     }
 
     async function refusal(response) {
@@ -236,54 +554,110 @@
       }
     }
 
-    let inFlight = null;
+    function forget() { // the stored conversation is gone: the next question starts a new one
+      if (feed) feed.abort();
+      feed = null;
+      conversationId = null;
+      store.drop(key);
+    }
 
-    async function ask(question) {
-      if (inFlight) inFlight.abort(); // closing the old stream stops its model request too
+    async function ask(question, retried = false) {
+      if (inFlight) { // closing the old stream stops its model request too
+        inFlight.controller.abort();
+        inFlight.reply?.node.remove();
+      }
       const controller = new AbortController();
-      inFlight = controller;
+      const toAgent = state !== "bot";
+      const mine = addCustomer(question);
+      const reply = toAgent ? null : addAssistant();
+      const turn = { controller, mine, reply };
+      inFlight = turn;
       error.hidden = true;
-      note.textContent = "";
-      answer.textContent = "";
-      answer.setAttribute("aria-busy", "true");
-      status.textContent = t.loading;
-      submit.disabled = true;
+      if (reply) {
+        reply.typing.hidden = false;
+        reply.answer.setAttribute("aria-busy", "true");
+        log.setAttribute("aria-busy", "true");
+        status.textContent = t.loading;
+      } else {
+        status.textContent = "";
+      }
       let finished = false;
+      let started = false;
       try {
+        const body = { account_ref: select.value, question, locale };
+        if (conversationId) body.conversation_id = conversationId;
         const response = await fetch(`${endpoint}/v1/chat`, {
           method: "POST",
           headers: { ...auth, "Content-Type": "application/json", Accept: "text/event-stream" },
-          body: JSON.stringify({ account_ref: select.value, question, locale }),
+          body: JSON.stringify(body),
           signal: controller.signal,
         });
-        if (!response.ok) return showError(await refusal(response));
-        for await (const event of readEvents(response)) {
-          if (event.name === "facts") {
-            showFacts(event.data);
+        if (!response.ok) { // not taken: the question goes back into the box
+          mine.remove();
+          reply?.node.remove();
+          if (response.status === 404 && body.conversation_id && !retried) {
+            forget(); // purged since (or another customer's): ask again in a new conversation
+            inFlight = null;
+            return ask(question, true);
+          }
+          if (!textarea.value) textarea.value = question;
+          return showError(await refusal(response));
+        }
+        let final = null;
+        for await (const { name, data } of readEvents(response)) {
+          started = true;
+          if (name === "conversation") {
+            adopt(data.conversation_id);
+            if (data.status !== state) setState(data.status);
+          } else if (!reply) {
+            if (name === "turn") {
+              known(data.customer_seq, mine);
+              openFeed();
+              finished = true;
+              status.textContent = t.delivered;
+              if (data.status && data.status !== state) setState(data.status);
+            }
+          } else if (name === "facts") {
+            showFacts(reply, data);
             status.textContent = t.writing;
-          } else if (event.name === "delta") {
-            answer.append(event.data.text);
-          } else if (event.name === "replace") {
-            answer.textContent = event.data.text;
-            note.textContent = t.replaced;
-          } else if (event.name === "final") {
+          } else if (name === "delta") {
+            reply.answer.append(data.text);
+            scrollDown();
+          } else if (name === "replace") {
+            reply.answer.textContent = data.text;
+            reply.note.textContent = t.replaced;
+            reply.note.hidden = false;
+          } else if (name === "final") {
+            final = data;
             finished = true;
-            answer.textContent = event.data.explanation;
-            answer.dataset.source = event.data.source;
-            answer.dataset.answerId = event.data.answer_id;
-            if (!note.textContent && event.data.source !== "fallback") note.textContent = t.checked;
-            answer.setAttribute("aria-busy", "false");
+            finishAssistant(reply, { text: data.explanation, choices: data.choices, handover: data.handover });
+            reply.answer.dataset.source = data.source;
+            reply.answer.dataset.answerId = data.answer_id;
+            if (!reply.note.textContent && data.source !== "fallback") reply.note.textContent = t.checked;
+            reply.note.hidden = !reply.note.textContent || Boolean(data.choices?.length || data.handover);
+            if (data.locale) reply.node.lang = data.locale;
             status.textContent = t.ready;
+            scrollDown();
+          } else if (name === "turn") {
+            known(data.customer_seq, mine);
+            known(data.assistant_seq, reply.node);
+            openFeed();
+            if (data.status && data.status !== state) setState(data.status);
           }
         }
-        if (!finished) showError(t.network); // the stream ended before its final event
+        if (!finished) throw new TypeError("the stream ended before its final event");
+        if (reply && state === "bot") setQuick(final?.choices?.length ? [] : t.followUps);
       } catch (exc) {
-        if (controller.signal.aborted) return; // replaced by a newer question
+        if (controller.signal.aborted) return; // replaced by a newer question, or a new conversation
+        if (!started) mine.remove();
+        reply?.node.remove();
         showError(exc instanceof TypeError ? t.network : t.failed);
       } finally {
-        if (inFlight === controller) {
+        if (inFlight === turn) {
           inFlight = null;
-          submit.disabled = false;
+          log.setAttribute("aria-busy", "false");
+          if (reply) reply.typing.hidden = true;
+          flushDeferred();
         }
       }
     }
@@ -295,10 +669,22 @@
         textarea.focus();
         return;
       }
+      textarea.value = "";
       ask(question);
     });
 
-    (async () => {
+    // Enter sends, Shift+Enter starts a new line (and Enter that ends an input method's composition
+    // — typing Chinese — only ends it).
+    textarea.addEventListener("keydown", (event) => {
+      if (event.key !== "Enter" || event.shiftKey || event.isComposing || event.keyCode === 229) return;
+      event.preventDefault();
+      form.requestSubmit();
+    });
+
+    restart.addEventListener("click", () => { reset(); textarea.focus(); });
+
+    setQuick(t.suggested);
+    accountsReady = (async () => {
       try {
         const response = await fetch(`${endpoint}/v1/chat/accounts`, { headers: auth });
         if (!response.ok) return showError(await refusal(response));
@@ -311,6 +697,7 @@
         showError(t.network);
       }
     })();
+    restore();
   }
 
   function mountAll() {

@@ -1,0 +1,240 @@
+"""The widget as a conversation, in headless Chromium against the real service (no model: ENGINE=off
+answers deterministically): a follow-up takes its subject from the turn before, a customer who asks
+for a person waits, an agent takes the conversation in the console and the reply reaches the widget
+live (and the customer's messages reach the agent), a reload restores both sides, a Chinese question
+on an English page is answered in Chinese, and an ambiguous question is asked back with buttons."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import date
+from typing import Any
+
+import pytest
+from playwright.async_api import Browser, Page, expect
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.api.app import create_app
+from app.data.agents import create_agent
+from app.data.database import autocommit
+from app.data.history import load_history
+from app.domain.facts import compute_facts
+from app.prompts import phrases
+from app.settings import Settings
+from tests.browser.helpers import screenshot
+from tests.factories import OCT, SEPT, account, customer, document, tx
+from tests.servers import ThreadedServer
+
+PASSWORD = "correct horse battery staple"
+HAN = re.compile(r"[\u4e00-\u9fff]")
+# October adds two purchases that both match "the cafe one" to the usual story.
+CAFES = [
+    tx("T-1", "2026-09-03", "purchase", "100.00", "FreshMart"),
+    tx("T-3", "2026-10-03", "purchase", "100.00", "FreshMart"),
+    tx("T-7", "2026-10-08", "purchase", "6.20", "Blue Cafe"),
+    tx("T-8", "2026-10-09", "purchase", "4.80", "Cafe Nero"),
+    tx("T-6", "2026-10-15", "payment", "100.00", description="Payment - thank you"),
+]
+
+
+@pytest.fixture
+async def bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Any:
+    tenant = await make_tenant("interactive")
+    cafes = customer("C-3003", accounts=[account("K-1", statements=[SEPT, OCT], transactions=CAFES)])
+    await load(document(tenant.slug, [customer(), cafes]))
+    async with engine.begin() as conn:
+        await create_agent(conn, tenant.id, "ana", "Ana Agent", PASSWORD)
+    return tenant
+
+
+@pytest.fixture
+async def other_bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Any:
+    """Another bank, with its own agent (and its own C-1001)."""
+    tenant = await make_tenant("interactive")
+    await load(document(tenant.slug, [customer()]))
+    async with engine.begin() as conn:
+        await create_agent(conn, tenant.id, "ana", "Other Ana", PASSWORD)
+    return tenant
+
+
+@pytest.fixture
+def server(database_url: str) -> Iterator[ThreadedServer]:
+    env = {
+        "ENGINE": "off",
+        "DEMO_PAGE": "1",
+        "COOKIE_SECURE": "0",
+        "BATCH_WORKER": "0",
+        "ANSWER_CACHE_FILL": "0",
+        "API_KEY_CACHE_TTL": "0",
+    }
+    running = ThreadedServer(create_app(Settings.from_env(env), database_url))
+    yield running
+    running.stop()
+
+
+async def open_demo(page: Page, server: ThreadedServer, bank: Any, customer_ref: str = "C-1001") -> None:
+    await page.goto(f"{server.url}/demo?bank={bank.slug}&customer={customer_ref}")
+    await expect(page.get_by_label("Card")).not_to_have_value("")
+
+
+async def sign_in(page: Page, server: ThreadedServer, bank: Any) -> None:
+    await page.goto(f"{server.url}/console")
+    await page.get_by_label("Bank (tenant)").fill(bank.slug)
+    await page.get_by_label("Username").fill("ana")
+    await page.get_by_label("Password").fill(PASSWORD)
+    await page.get_by_role("button", name="Sign in").click()
+    await expect(page.get_by_role("heading", name="Find a customer")).to_be_visible()
+
+
+async def answered(page: Page, n: int) -> None:
+    """The widget's transcript holds n finished assistant messages."""
+    await expect(page.locator(".msg.assistant .answer[aria-busy=false]")).to_have_count(n)
+    await expect(page.get_by_role("status")).to_have_text("Answer ready.")
+
+
+async def test_a_follow_up_then_a_person_replies_live(
+    browser: Browser, page: Page, server: ThreadedServer, bank: Any, other_bank: Any, engine: AsyncEngine
+) -> None:
+    await open_demo(page, server, bank)
+    answer = page.get_by_role("region", name="Answer")  # the latest answer
+    await page.get_by_role("button", name="Why is my bill higher than last month?").click()
+    await answered(page, 1)
+    await expect(answer).to_contain_text("12.00 EUR")
+
+    # "And why?" continues the bill's change: its cause, the driver's label and amount from the facts.
+    async with autocommit(engine) as conn:
+        history = await load_history(conn, bank.id, "A-1", None, date.today())
+    assert history is not None
+    facts = compute_facts(history, date.today())
+    labels, _ = phrases(facts.drivers, facts.payment.status, "en")
+    await page.get_by_role("button", name="And why?").click()
+    await answered(page, 2)
+    await expect(answer).to_contain_text(labels[0])  # purchases at “City Gym”
+    await expect(answer).to_contain_text(f"{facts.drivers[0].amount} EUR")
+    await expect(page.locator("table.facts").last.locator("[data-field=drivers] li")).to_have_text(
+        [f"{labels[0]}: +{facts.drivers[0].amount} EUR"]
+    )
+
+    # Asking for a person: the conversation waits for an agent, and the widget says so.
+    await page.get_by_label("Your question").fill("I want to speak to a person")
+    await page.get_by_label("Your question").press("Enter")
+    await expect(page.get_by_text("Waiting for an agent…")).to_be_visible()
+    await expect(page.get_by_role("button", name="And why?")).to_have_count(0)  # no quick replies now
+    await screenshot(page, "conversation-waiting")
+
+    agents = await browser.new_context(viewport={"width": 1280, "height": 900})
+    other = await browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        # Another bank's agent never sees it.
+        stranger = await other.new_page()
+        await sign_in(stranger, server, other_bank)
+        await stranger.goto(f"{server.url}/console/queue")
+        await expect(stranger.get_by_text("Nobody is waiting.")).to_be_visible()
+        await expect(stranger.locator("#queue tr")).to_have_count(0)
+
+        # The bank's agent takes it from the queue and replies.
+        agent = await agents.new_page()
+        await sign_in(agent, server, bank)
+        await agent.goto(f"{server.url}/console/queue")
+        row = agent.get_by_role("row").filter(has_text="C-1001")
+        await expect(row).to_contain_text("I want to speak to a person")
+        await screenshot(agent, "conversation-queue")
+        await row.get_by_role("button", name="Take").click()
+        await expect(agent.get_by_role("heading", name="Conversation with C-1001")).to_be_visible()
+        await expect(agent.locator("#transcript")).to_contain_text("And why?")
+
+        # The customer's widget shows it at once, without a reload.
+        await expect(page.get_by_role("log")).to_contain_text("Ana Agent has joined the conversation.")
+        await expect(page.get_by_text("You are chatting with Ana Agent.")).to_be_visible()
+        await agent.get_by_label("Your reply").fill("Hello Ann, I am looking at your statement now.")
+        await agent.get_by_role("button", name="Send").click()
+        reply = page.locator(".msg.agent").filter(has_text="Hello Ann, I am looking at your statement now.")
+        await expect(reply).to_be_visible()
+        await expect(reply).to_contain_text("Ana Agent")
+
+        # The customer's next message goes to the agent, whose page shows it live.
+        await page.get_by_label("Your question").fill("Thank you! Can you waive the gym fee?")
+        await page.get_by_label("Your question").press("Enter")
+        await expect(page.get_by_role("status")).to_have_text("Your message was passed to the agent.")
+        await expect(agent.locator("#transcript")).to_contain_text("Thank you! Can you waive the gym fee?")
+        await expect(page.locator(".msg.assistant")).to_have_count(3)  # the assistant stays out of it
+        await screenshot(page, "conversation-agent")
+        await screenshot(agent, "conversation-console")
+
+        # A reload restores the transcript and the agent's side, and the feed goes on.
+        await page.reload()
+        log = page.get_by_role("log")
+        for said in (
+            "Why is my bill higher than last month?",
+            "And why?",
+            "I want to speak to a person",
+            "Ana Agent has joined the conversation.",
+            "Hello Ann, I am looking at your statement now.",
+            "Thank you! Can you waive the gym fee?",
+        ):
+            await expect(log).to_contain_text(said)
+        await expect(page.locator(".msg")).to_have_count(9)  # each message once
+        await expect(page.locator(".msg.assistant").nth(1)).to_contain_text(labels[0])  # the answers, as they were
+        await expect(page.locator(".msg.assistant").nth(1).locator("[data-field=drivers] li")).to_have_text(
+            [f"{labels[0]}: +{facts.drivers[0].amount} EUR"]
+        )
+        await expect(page.get_by_text("You are chatting with Ana Agent.")).to_be_visible()
+        await agent.get_by_label("Your reply").fill("Done: you will see it on your next statement.")
+        await agent.get_by_role("button", name="Send").click()
+        await expect(page.locator(".msg.agent")).to_have_count(2)
+        await expect(page.locator(".msg.agent").last).to_contain_text("Done: you will see it on your next statement.")
+
+        # The agent's page survives a reload too.
+        await agent.reload()
+        await expect(agent.locator("#transcript")).to_contain_text("Done: you will see it on your next statement.")
+        await screenshot(page, "conversation-restored")
+    finally:
+        await agents.close()
+        await other.close()
+
+
+async def test_a_chinese_question_on_an_english_page_is_answered_in_chinese(
+    page: Page, server: ThreadedServer, bank: Any
+) -> None:
+    await open_demo(page, server, bank)
+    await expect(page.get_by_role("heading", name="Questions about your bill")).to_be_visible()
+    await page.get_by_label("Your question").fill("为什么这个月的账单比上个月高？")
+    await page.get_by_label("Your question").press("Enter")
+    await answered(page, 1)
+    answer = page.get_by_role("region", name="Answer")
+    await expect(answer).to_have_text(HAN)
+    await expect(answer).to_contain_text("12.00")
+    assert not re.search(r"\b(the|your|bill)\b", await answer.inner_text())
+    # The answer's own facts are labelled in its language, and it says which language it is in.
+    await expect(page.locator(".msg.assistant")).to_have_attribute("lang", "zh-CN")
+    await expect(page.locator("table.facts")).to_contain_text("本期余额")
+    await screenshot(page, "conversation-zh-on-en")
+
+
+async def test_an_ambiguous_question_is_asked_back_with_buttons(page: Page, server: ThreadedServer, bank: Any) -> None:
+    await open_demo(page, server, bank, "C-3003")
+    await page.get_by_label("Your question").fill("what is the cafe one?")
+    await page.get_by_label("Your question").press("Enter")
+    await answered(page, 1)
+    choices = page.get_by_role("group", name="Choose one")
+    await expect(choices.get_by_role("button")).to_have_text(["Blue Cafe", "Cafe Nero"])
+    await expect(page.locator("table.facts")).to_have_count(0)  # a question back is not an answer
+    await screenshot(page, "conversation-clarify")
+
+    await choices.get_by_role("button", name="Cafe Nero").click()
+    await answered(page, 2)
+    await expect(page.locator(".msg.customer").last).to_contain_text("Cafe Nero")
+    answer = page.get_by_role("region", name="Answer")
+    await expect(answer).to_contain_text("Cafe Nero")
+    await expect(answer).to_contain_text("4.80 EUR")
+    await expect(answer).not_to_contain_text("Blue Cafe")
+    await screenshot(page, "conversation-clarified")
+
+    # A new conversation starts afresh, and a reload does not bring the old one back.
+    await page.get_by_role("button", name="New conversation").click()
+    await expect(page.locator(".msg")).to_have_count(0)
+    await expect(page.get_by_role("button", name="Why is my bill higher than last month?")).to_be_visible()
+    await page.reload()
+    await expect(page.get_by_label("Card")).to_have_value("K-1")
+    await expect(page.locator(".msg")).to_have_count(0)
