@@ -185,10 +185,19 @@ async def test_a_follow_up_then_a_person_replies_live(
         await expect(page.locator(".msg.agent")).to_have_count(2)
         await expect(page.locator(".msg.agent").last).to_contain_text("Done: you will see it on your next statement.")
 
-        # The agent's page survives a reload too.
+        # The agent's page survives a reload too; another bank's agent cannot open it.
         await agent.reload()
         await expect(agent.locator("#transcript")).to_contain_text("Done: you will see it on your next statement.")
         await screenshot(page, "conversation-restored")
+        opened = await stranger.goto(agent.url)
+        assert opened is not None
+        assert opened.status == 404
+        await expect(stranger.get_by_text("Hello Ann")).to_have_count(0)
+
+        # Another customer on the same browser tab starts with an empty transcript.
+        await open_demo(page, server, bank, "C-3003")
+        await expect(page.get_by_role("button", name="Why is my bill higher than last month?")).to_be_visible()
+        await expect(page.locator(".msg")).to_have_count(0)
     finally:
         await agents.close()
         await other.close()

@@ -28,8 +28,9 @@
       newConversation: "New conversation",
       account: "Card",
       question: "Your question",
-      placeholder: "Ask about your bill. Enter sends, Shift+Enter starts a new line.",
-      placeholderAgent: "Write to the agent. Enter sends, Shift+Enter starts a new line.",
+      placeholder: "Ask about your bill",
+      placeholderAgent: "Write to the agent",
+      keys: "Enter sends, Shift+Enter starts a new line.",
       ask: "Send",
       suggestions: "Suggested questions",
       suggested: [
@@ -75,8 +76,9 @@
       newConversation: "新对话",
       account: "卡片",
       question: "您的问题",
-      placeholder: "请输入关于账单的问题。按 Enter 发送，Shift+Enter 换行。",
-      placeholderAgent: "请输入给客服的消息。按 Enter 发送，Shift+Enter 换行。",
+      placeholder: "请输入关于账单的问题",
+      placeholderAgent: "请输入给客服的消息",
+      keys: "按 Enter 发送，Shift+Enter 换行。",
       ask: "发送",
       suggestions: "常见问题",
       suggested: ["为什么这个月的账单比上个月高？", "我的还款到账了吗？", "为什么收了我利息？"],
@@ -121,6 +123,9 @@
     .head { display: flex; align-items: center; justify-content: space-between; gap: .5rem; margin: 0 0 .5rem; }
     h2 { font-size: 1.15rem; margin: 0; }
     label { display: block; font-weight: 600; margin: .5rem 0 .25rem; }
+    .account { display: flex; align-items: center; gap: .5rem; margin: 0 0 .5rem; }
+    .account label { margin: 0; flex: none; }
+    .account select { flex: 1; min-width: 0; padding: .3rem .5rem; }
     select, textarea { width: 100%; font: inherit; padding: .5rem; border: 1px solid #8c959f; border-radius: 8px; }
     textarea { min-height: 3.2rem; resize: vertical; }
     button { font: inherit; border-radius: 8px; cursor: pointer; min-height: 44px; }
@@ -239,18 +244,21 @@
     const quick = element("div", { class: "quick", role: "group", "aria-label": t.suggestions });
 
     const form = element("form", { novalidate: "" });
+    const picker = element("div", { class: "account" });
     const select = element("select", { id: `${uid}-account`, name: "account" });
+    picker.append(element("label", { for: select.id }, t.account), select);
     const textarea = element("textarea", {
       id: `${uid}-question`, name: "question", maxlength: "1000", rows: "2", placeholder: t.placeholder,
+      "aria-describedby": `${uid}-keys`,
     });
     const submit = element("button", { type: "submit" }, t.ask);
     const send = element("div", { class: "send" });
     send.append(textarea, submit);
     form.append(
-      element("label", { for: select.id }, t.account), select,
       element("label", { for: textarea.id }, t.question), send,
+      element("span", { id: `${uid}-keys`, class: "sr" }, t.keys),
     );
-    section.append(head, banner, log, status, error, quick, form);
+    section.append(head, picker, banner, log, status, error, quick, form);
     root.append(section);
 
     // The conversation as this page knows it.
@@ -377,7 +385,7 @@
     }
 
     function finishAssistant(reply, { text, choices, facts, handover }) {
-      reply.answer.textContent = text;
+      reply.answer.textContent = text.trim();
       reply.typing.hidden = true;
       reply.answer.setAttribute("aria-busy", "false");
       // A clarifying question or a handover notice is no answer: no facts beside it.
