@@ -194,6 +194,14 @@ async def test_a_follow_up_then_a_person_replies_live(
         assert opened.status == 404
         await expect(stranger.get_by_text("Hello Ann")).to_have_count(0)
 
+        # The agent hands the customer back: the assistant answers again, with its quick replies.
+        await agent.get_by_role("button", name="Hand back to the assistant").click()
+        await expect(page.get_by_role("log")).to_contain_text("The agent has handed you back to the assistant")
+        await expect(page.get_by_text("You are chatting with Ana Agent.")).to_be_hidden()
+        await page.get_by_role("button", name="When is it due?").click()
+        await answered(page, 4)
+        await expect(answer).to_contain_text("25 November 2026")
+
         # Another customer on the same browser tab starts with an empty transcript.
         await open_demo(page, server, bank, "C-3003")
         await expect(page.get_by_role("button", name="Why is my bill higher than last month?")).to_be_visible()

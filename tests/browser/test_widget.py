@@ -107,6 +107,9 @@ async def test_the_answer_streams_in_and_its_amounts_are_the_facts(
 
     answer = page.get_by_role("region", name="Answer")
     await expect(page.get_by_role("status")).to_have_text("Writing your answer…")
+    # The transcript is busy (a screen reader reads the answer once it is whole), the dots show it.
+    await expect(page.get_by_role("log")).to_have_attribute("aria-busy", "true")
+    await expect(page.locator(".msg.assistant .typing")).to_be_visible()
     lengths = set()
 
     async def answered() -> bool:  # sampling the text as it grows
@@ -120,6 +123,8 @@ async def test_the_answer_streams_in_and_its_amounts_are_the_facts(
     await expect(answer).to_have_attribute("data-source", "model")
     await expect(answer).to_have_text(SHOWN)
     await expect(page.get_by_role("status")).to_have_text("Answer ready.")
+    await expect(page.get_by_role("log")).to_have_attribute("aria-busy", "false")
+    await expect(page.locator(".msg.assistant .typing")).to_be_hidden()
 
     # The table shows exactly the facts computed from the database.
     facts = compute_facts(await today_history(engine, bank), date.today())
