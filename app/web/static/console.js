@@ -185,7 +185,15 @@ function tickWaits() {
     list.append(li);
   }
 
+  let feed = null;
+  let leaving = false;  // a form was sent: its answer, not a reload, is the next page
+  document.addEventListener("submit", () => {
+    leaving = true;
+    feed?.close();
+  });
+
   function changed(state) {
+    if (leaving) return;
     if (state.status === about.dataset.status && (state.agent_name || "") === about.dataset.agentName) return;
     const reply = document.getElementById("text");
     if (!reply || !reply.value.trim()) window.location.reload();
@@ -193,7 +201,8 @@ function tickWaits() {
   }
 
   function open() {
-    const feed = new EventSource(`${list.dataset.events}?after=${after}`);
+    if (leaving) return;
+    feed = new EventSource(`${list.dataset.events}?after=${after}`);
     feed.addEventListener("message", (event) => show(JSON.parse(event.data)));
     feed.addEventListener("status", (event) => changed(JSON.parse(event.data)));
     feed.addEventListener("error", () => {

@@ -1,0 +1,100 @@
+"""The console's handover in headless Chromium: a conversation handed over appears in the queue
+without a reload and its wait ticks; the agent takes it, reads the customer's new messages as they
+are written, replies, and hands it back. No script error and no CSP refusal on the way."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.async_api import Page, expect
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.api.app import create_app
+from app.data import conversations
+from app.data.agents import create_agent
+from app.settings import Settings
+from tests.browser.helpers import screenshot
+from tests.factories import customer, document
+from tests.servers import ThreadedServer
+
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture
+async def bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Any:
+    tenant = await make_tenant("interactive")
+    await load(document(tenant.slug, [customer() | {"name": "Ann Lee"}]))
+    async with engine.begin() as conn:
+        await create_agent(conn, tenant.id, "ana", "Ana Agent", PASSWORD)
+    return tenant
+
+
+@pytest.fixture
+def server(database_url: str) -> Iterator[ThreadedServer]:
+    env = {"ENGINE": "off", "COOKIE_SECURE": "0", "BATCH_WORKER": "0", "ANSWER_CACHE_FILL": "0"}
+    running = ThreadedServer(create_app(Settings.from_env(env), database_url))
+    yield running
+    running.stop()
+
+
+async def test_an_agent_takes_a_waiting_conversation_and_talks_live(
+    page: Page, server: ThreadedServer, bank: Any, engine: AsyncEngine
+) -> None:
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"{m.text} {m.location['url']}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    await page.goto(f"{server.url}/console/login")
+    await page.get_by_label("Bank (tenant)").fill(bank.slug)
+    await page.get_by_label("Username").fill("ana")
+    await page.get_by_label("Password").fill(PASSWORD)
+    await page.get_by_role("button", name="Sign in").click()
+    await page.get_by_role("link", name="Waiting conversations").click()
+    await expect(page.get_by_role("heading", name="Waiting conversations")).to_be_visible()
+    await expect(page.get_by_text("Nobody is waiting.")).to_be_visible()
+
+    cid = uuid.uuid4()  # handed over while the page is open: it appears without a reload
+    async with engine.begin() as conn:
+        await conversations.start(conn, cid, bank.id, "C-1001", "en")
+        await conversations.append(conn, cid, "customer", "Can I talk to a <b>person</b>?")
+        await conversations.hand_over(conn, cid, "requested")
+    row = page.locator(f'#queue tr[data-id="{cid}"]')
+    await expect(row).to_contain_text("Can I talk to a <b>person</b>?", timeout=5000)
+    await expect(row).to_contain_text("The customer asked for a person")
+    await expect(page.get_by_text("Nobody is waiting.")).to_be_hidden()
+    wait = row.locator(".waited")
+    first = await wait.inner_text()
+    await expect(wait).not_to_have_text(first, timeout=3000)  # it ticks
+    await screenshot(page, "console-queue")
+
+    await row.get_by_role("button", name="Take").click()
+    await expect(page.get_by_role("heading", name="Conversation with C-1001")).to_be_visible()
+    await expect(page.locator("#status")).to_have_text("With Ana Agent")
+    transcript = page.locator("#transcript li")
+    await expect(transcript).to_have_count(2)
+    await expect(transcript.nth(1)).to_contain_text("Ana Agent has joined the conversation.")
+
+    async with engine.begin() as conn:  # the customer writes: it appears without a reload
+        await conversations.append(conn, cid, "customer", "Thanks, my bill went up.")
+    await expect(transcript).to_have_count(3, timeout=5000)
+    await expect(transcript.nth(2)).to_contain_text("Customer")
+    await expect(transcript.nth(2)).to_contain_text("Thanks, my bill went up.")
+
+    await page.get_by_label("Your reply").fill("Let me look at it with you.")
+    await page.get_by_role("button", name="Send").click()
+    await expect(transcript).to_have_count(4)
+    await expect(transcript.nth(3)).to_contain_text("Let me look at it with you.")
+    await screenshot(page, "console-conversation")
+    async with engine.begin() as conn:
+        said = await conversations.messages(conn, cid)
+    assert [m.role for m in said] == ["customer", "system", "customer", "agent"]
+
+    await page.get_by_role("button", name="Hand back to the assistant").click()
+    await expect(page.get_by_role("heading", name="Waiting conversations")).to_be_visible()
+    await expect(page.get_by_text("Nobody is waiting.")).to_be_visible()
+    await page.goto(f"{server.url}/console/conversations/{cid}")
+    await expect(page.locator("#status")).to_have_text("With the assistant")
+    await expect(page.locator("#transcript li").last).to_contain_text("handed you back to the assistant")
+    assert [p for p in problems if not p.endswith("/favicon.ico")] == []  # the console has no icon
