@@ -527,7 +527,9 @@
         const conversation = await response.json();
         await accountsReady;
         if (conversationId || inFlight || log.childElementCount) return; // the customer was quicker
+        log.setAttribute("aria-live", "off"); // the restored transcript is not read out again
         for (const m of conversation.messages) showMessage(m);
+        setTimeout(() => log.setAttribute("aria-live", "polite"), 0);
         setQuick([]);
         const last = conversation.messages[conversation.messages.length - 1];
         setState(conversation.status, conversation.agent_name);
