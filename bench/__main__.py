@@ -1,5 +1,5 @@
 """./scripts/dev bench [BENCH] [options], BENCH one of: explain (the default), prefix, priorities, ladder,
-cache, cache-days, chat, overload, shedding, overhead, in-process, workers, statement-size, import.
+cache, cache-days, cache-replay, chat, overload, shedding, overhead, in-process, workers, statement-size, import.
 
 See each module's docstring."""
 
@@ -8,6 +8,7 @@ import sys
 from bench import (
     answer_cache,
     cache_days,
+    cache_replay,
     chat_stream,
     explain_load,
     import_load,
@@ -29,6 +30,7 @@ BENCHES = {
     "ladder": ladder.main,
     "cache": answer_cache.main,
     "cache-days": cache_days.main,
+    "cache-replay": cache_replay.main,
     "chat": chat_stream.main,
     "overload": overload.main,
     "shedding": shedding.main,

@@ -179,7 +179,7 @@ async def _reasons(db: AsyncEngine, samples: Sequence[Sample]) -> dict[str, str]
     ids = [str(s.answer["answer_id"]) for s in samples if s.answer and s.answer.get("source") == "fallback"]
     async with db.connect() as conn:
         rows = await conn.execute(
-            text("SELECT CAST(id AS text), fallback_reason FROM answers WHERE CAST(id AS text) = ANY(:ids)"),
+            text("SELECT CAST(id AS text), fallback_reason FROM answers WHERE id = ANY(CAST(:ids AS uuid[]))"),
             {"ids": ids},
         )
         return {row[0]: row[1] for row in rows.all() if row[1]}
