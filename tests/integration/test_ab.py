@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.domain.vocabulary import Channel
 from app.replay.ab import EngineProfile
 from app.replay.traffic import Arrival, dumps
 from tests.factories import document
@@ -25,7 +26,12 @@ PAYMENT = "Did my payment arrive?"
 # At these times: a miss, another intent's miss, then each intent again (the fill after a miss has
 # cached the canonical answers by then). Account A-1: 12.00 higher, nothing paid (tests/plans.py).
 AS_OF = date(2026, 11, 10)  # before the due date: unpaid
-TRAFFIC = [(0.0, "api", BILL), (1.5, "api", PAYMENT), (3.0, "widget", BILL), (4.5, "batch", PAYMENT)]
+TRAFFIC: list[tuple[float, Channel, str]] = [
+    (0.0, "api", BILL),
+    (1.5, "api", PAYMENT),
+    (3.0, "widget", BILL),
+    (4.5, "batch", PAYMENT),
+]
 
 
 def _fake(status: str) -> RunningFake:
@@ -72,9 +78,11 @@ async def test_the_candidate_that_flips_payment_statuses_fails_and_an_equal_one_
     base = _profile(tmp_path / "bf16.env", fakes["truthful"])
     common = ["--traffic", str(traffic), "--key", f"{tenant.slug}={tenant.key}"]
 
+    def ab(*args: str) -> Any:  # in a thread: the command runs its own event loop
+        return cli("ab", *args)
+
     bad = await asyncio.to_thread(
-        cli,
-        "ab",
+        ab,
         "--baseline",
         base,
         "--candidate",
@@ -126,8 +134,7 @@ async def test_the_candidate_that_flips_payment_statuses_fails_and_an_equal_one_
         assert rows.scalar_one() > 0
 
     equal = await asyncio.to_thread(
-        cli,
-        "ab",
+        ab,
         "--baseline",
         base,
         "--candidate",
