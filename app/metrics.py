@@ -133,6 +133,15 @@ LOOP_LAG = Gauge(
     "How late the event loop last woke a 50 ms sleep (the slowest worker).",
     multiprocess_mode="livemax",
 )
+HANDOVERS = Counter(
+    "bill_assistant_handovers_total", "Widget conversations handed to an agent, by reason.", ["tenant", "reason"]
+)
+HANDOVER_WAIT = Histogram(
+    "bill_assistant_handover_wait_seconds",
+    "How long a conversation handed over waited until an agent took it.",
+    ["tenant"],
+    buckets=(1, 5, 10, 30, 60, 120, 300, 600, 1800, 3600),
+)
 
 # The children the per-request code records into (see `Children`).
 FALLBACKS_BY = Children(FALLBACKS)
@@ -145,3 +154,5 @@ PROMPT_TOKENS_BY = Children(PROMPT_TOKENS)
 CACHED_TOKENS_BY = Children(CACHED_TOKENS)
 COMPLETION_TOKENS_BY = Children(COMPLETION_TOKENS)
 HTTP_SHED_BY = Children(HTTP_SHED)
+HANDOVERS_BY = Children(HANDOVERS)
+HANDOVER_WAIT_BY = Children(HANDOVER_WAIT)

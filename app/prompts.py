@@ -86,6 +86,11 @@ def _label(text: str) -> str:
     return " ".join(text.split())[:MAX_LABEL].replace("<<<", "").replace(">>>", "").replace("“", "").replace("”", "")
 
 
+def _delimited(text: str) -> str:
+    """The customer's text as data between the prompt's delimiters."""
+    return text.replace("<<<", "").replace(">>>", "").strip()
+
+
 def _clean(entry: Entry) -> Entry:
     return msgspec.structs.replace(entry, label=_label(entry.label))
 
@@ -121,8 +126,10 @@ def render_prompt(
     chat_template: ChatTemplate,
     focus: Iterable[int] = (),
     layout: PromptLayout = "static",
+    previous_question: str | None = None,
 ) -> RenderedPrompt:
-    """The plan prompt. `focus`: the numbers of the transactions the question names."""
+    """The plan prompt. `focus`: the numbers of the transactions the question names;
+    `previous_question`: a conversation's question before this one (after FACTS, like the question)."""
     shown = [_clean(e) for e in items(facts)]
     fees = [i for i, e in enumerate(shown, start=1) if e.kind in ("fee", "interest")]
     user = (
@@ -135,7 +142,8 @@ def render_prompt(
             items=list(enumerate(shown, start=1)) if intent in ("charge", "fees_interest") else [],
             fees=", ".join(f"transaction {n}" for n in fees) or "none",
             start=_start(intent, facts, focus),
-            question=question.replace("<<<", "").replace(">>>", "").strip(),
+            question=_delimited(question),
+            previous=_delimited(previous_question) if previous_question else None,
             direction=sign_word,
             **_formatters(facts.currency, "en"),
         )
@@ -178,6 +186,30 @@ def render_fallback(
         **_formatters(facts.currency, locale),
     )
     return JOINERS[locale].join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _conversation(locale: str) -> Any:
+    return _env.get_template(f"locales/{locale}/conversation.j2").module
+
+
+def render_took(intent: Intent, subjects: Iterable[str], locale: Locale) -> str:
+    """What a follow-up was taken to be about, said before its answer ("About “City Gym”: ")."""
+    return str(_conversation(locale).took(intent, [_label(s) for s in subjects]))
+
+
+def render_clarify(choices: Iterable[str], locale: Locale) -> str:
+    """The question asked back when a question could mean several lines."""
+    return str(_conversation(locale).clarify([_label(c) for c in choices]))
+
+
+def render_handover(reason: str, locale: Locale, *, policy: TenantPolicy) -> str:
+    """The notice that a person will answer the conversation from now on."""
+    return str(_conversation(locale).handover(reason, policy.brand))
+
+
+def render_notice(name: str, locale: Locale, /, **values: str | None) -> str:
+    """A conversation's other notices: `joined` (an agent took it), `back` (handed back to the assistant)."""
+    return str(getattr(_conversation(locale), name)(**values))
 
 
 def claim_wordings(locale: str) -> Any:

@@ -221,6 +221,9 @@ class Settings:
     batch_worker: bool = var("BATCH_WORKER", True, _flag)
     batch_poll_s: float = var("BATCH_POLL_S", 0.5, _number())
     batch_lease_s: float = var("BATCH_LEASE_S", 120.0, _number())
+    # Days a widget conversation is kept after its last message (`bill-assistant conversations purge`);
+    # the answers' audit rows have their own life.
+    conversation_retention_days: int = var("CONVERSATION_RETENTION_DAYS", 90, _integer(1))
 
     # --- security -----------------------------------------------------------------------------------
     # Seconds an authenticated API key is trusted without a database look-up (0 disables).

@@ -77,7 +77,10 @@ def hit_values(turn: Turn, key: CacheKey) -> dict[str, object]:
 
 def key(turn: Turn, llm: Engine | None) -> CacheKey | None:
     """Where a canonical answer to this turn is kept."""
+    reading = turn.reading
     if llm is None or turn.intent not in CACHEABLE_INTENTS:
+        return None
+    if reading.subjects or reading.choices or reading.followup:  # not the canonical question
         return None
     return CacheKey(
         tenant_id=turn.ask.principal.tenant_id,

@@ -77,15 +77,19 @@ def plan_job(
     priority: int,
     max_tokens: int,
     layout: PromptLayout = "static",
+    focus: set[str] | None = None,
+    previous_question: str | None = None,
 ) -> PlanJob:
     """The plan prompt for this question, decoded under the form of the plans these facts allow; the
-    service and the eval both ask the model through here."""
-    check = PlanCheck(facts, intent, mentioned(question, facts.labels))
+    service and the eval both ask the model through here. `focus`: the labels the question is about
+    (default: those it names); `previous_question`: a conversation's question before this one."""
+    check = PlanCheck(facts, intent, mentioned(question, facts.labels) if focus is None else focus)
     prompt = render_prompt(
         policy=policy,
         intent=intent,
         facts=facts,
         question=question,
+        previous_question=previous_question,
         chat_template=chat_template,
         focus=check.focus,
         layout=layout,

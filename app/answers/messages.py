@@ -21,11 +21,13 @@ from app.answers.schemas import (
     Usage,
 )
 from app.data.tenants import Principal
+from app.domain.conversation import Thread
 from app.domain.facts import BillFacts
 from app.domain.plan import AnyClaim
 from app.domain.reasons import Reason
 from app.domain.records import AccountHistory
-from app.domain.vocabulary import Channel, Intent, Locale, Origin, Source
+from app.domain.understanding import Reading
+from app.domain.vocabulary import Channel, HandoverReason, Intent, Locale, Origin, Source
 from app.prompts import PROMPT_VERSION
 from app.timing import Stopwatch
 
@@ -49,6 +51,9 @@ class Ask:
     # "fill": the intent's canonical question (precompute, the fill after a miss), the only answers
     # cached; "job": an item of a batch job; "request": anyone else. Kept in the audit row.
     origin: Origin = "request"
+    # A widget conversation's turn: what the turns before established (a follow-up takes its intent
+    # and subject from them); clarifying and handing over happen only in a conversation.
+    thread: Thread | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,9 +64,13 @@ class Turn:
     level: int  # the admission and engine priority
     history: AccountHistory
     facts: BillFacts
-    intent: Intent
+    reading: Reading  # what the question was taken to be about (app/domain/understanding.py)
     locale: Locale
     as_of: date
+
+    @property
+    def intent(self) -> Intent:
+        return self.reading.intent
 
 
 # Events of a conversation, in this order: Facts, Delta*, Replace?, Final.
@@ -103,6 +112,8 @@ def respond(
     model: str | None,
     usage: Usage | None,
     plan: list[AnyClaim] | None = None,
+    choices: list[str] | None = None,
+    handover: HandoverReason | None = None,
 ) -> ExplanationResponse:
     """The answer to a turn: its facts, with the text served and where it came from (the audit fills
     in the timings)."""
@@ -131,4 +142,7 @@ def respond(
         model=model,
         usage=usage,
         plan=plan,
+        subjects=list(turn.reading.subjects) or None,
+        choices=choices,
+        handover=handover,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Annotated, Literal
@@ -10,7 +11,7 @@ import msgspec
 
 from app.domain.facts import Driver, PaymentStatus
 from app.domain.plan import AnyClaim
-from app.domain.vocabulary import Intent, Locale, Source
+from app.domain.vocabulary import HandoverReason, Intent, Locale, Source
 
 # A customer's or an account's ref: no control character at all (Postgres cannot even hold NUL in
 # text). In the OpenAPI document too, so ECMA-262 as well as Python's re: not \A or \Z, which ECMA
@@ -42,8 +43,8 @@ def in_words(message: str) -> str:
     return message
 
 
-class ChatRequest(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
-    """A question about one account's latest statement (the chat widget asks only this)."""
+class AccountQuestion(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """A question about one account's latest statement."""
 
     account_ref: Ref
     question: Question
@@ -51,7 +52,14 @@ class ChatRequest(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     locale: Locale | None = None
 
 
-class ExplanationRequest(ChatRequest, forbid_unknown_fields=True, frozen=True):
+class ChatRequest(AccountQuestion, forbid_unknown_fields=True, frozen=True):
+    """The chat widget's question: a turn of a conversation (a new one when no id is given; the
+    first event of the answer carries its id)."""
+
+    conversation_id: uuid.UUID | None = None
+
+
+class ExplanationRequest(AccountQuestion, forbid_unknown_fields=True, frozen=True):
     statement_period_end: date | None = None
     # Who waits for the answer: a live integration (api) or a job (batch, last in line).
     channel: Literal["api", "batch"] = "api"
@@ -102,6 +110,13 @@ class ExplanationResponse(msgspec.Struct, frozen=True, omit_defaults=True, kw_on
     # The claims the model planned, as checked (app/domain/plan.py): what a model answer says, or
     # the plan that was refused (the reason is in the audit row).
     plan: list[AnyClaim] | None = None
+    # The statement lines (merchants, fees) the question was taken to be about: named, or, in a
+    # conversation, taken from the turn before.
+    subjects: list[str] | None = None
+    # A conversation's clarifying question: the lines it could mean (the widget shows them as buttons).
+    choices: list[str] | None = None
+    # A conversation handed to an agent by this turn, and why.
+    handover: HandoverReason | None = None
 
 
 class BatchItem(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):

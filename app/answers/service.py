@@ -26,22 +26,21 @@ from app.answers.cache import CacheKey
 from app.answers.generation import Outcome, generate, plan_job
 from app.answers.messages import Ask, ChatEvent, Delta, Facts, Final, Replace, Turn, final_answer, respond
 from app.answers.schemas import ExplanationRequest, ExplanationResponse
+from app.answers.turns import asks_model, read_turn, step_of, unasked_rule
 from app.data.audit import AuditRow, record_answer, serve_cached
 from app.data.database import autocommit, driver_options
 from app.data.driver_pool import DriverPool
-from app.data.history import load_history
 from app.data.tenants import Principal, principal_for
-from app.domain.facts import compute_facts
-from app.domain.intents import CANONICAL_QUESTIONS, classify, mentioned
+from app.domain.intents import CANONICAL_QUESTIONS, mentioned
 from app.domain.priority import QUEUE_DEADLINE_S, effective_level
 from app.domain.reasons import Reason
 from app.domain.vocabulary import Source
-from app.errors import NotFound, Shed
+from app.errors import Shed
 from app.inference.engine import Engine
 from app.inference.factory import build_engine
 from app.inference.scheduler import Hooks, Ledger, Scheduler
 from app.metrics import ANSWER_FIRST_TEXT_BY, ANSWER_SECONDS_BY, ANSWERS_BY, CACHE_LOOKUPS_BY, FALLBACKS_BY
-from app.prompts import render_fallback
+from app.prompts import render_clarify, render_fallback, render_handover, render_took
 from app.settings import Settings
 
 log = structlog.get_logger("bill_assistant.answers")
@@ -97,7 +96,8 @@ class AnswerService:
 
     async def _converse(self, ask: Ask) -> AsyncGenerator[ChatEvent, None]:
         async with self._admitted(ask) as level:
-            turn = await self._turn(ask, level)
+            turn = await read_turn(self.pool, ask, level)
+            took = self._took(turn)
             hit = await self._cached(turn)
             if hit is not None:  # audited as it was found
                 yield Facts(msgspec.structs.replace(hit, explanation=""))
@@ -105,9 +105,11 @@ class AnswerService:
                 yield Final(hit)
                 return
             yield Facts(respond(turn, explanation="", source="fallback", model=None, usage=None))
+            if took:
+                yield Delta(took)
             if ask.use_cache and ask.origin != "fill":
                 self._fill_cache_later(turn)
-            if self.llm is not None and turn.intent != "out_of_scope":  # a polite refusal needs no model
+            if self.llm is not None and asks_model(turn):
                 outcome = None
                 async with aclosing(self._generate(turn)) as stream:
                     async for item in stream:
@@ -115,12 +117,12 @@ class AnswerService:
                             outcome = item
                         else:
                             yield Delta(item)
-                answer, reason = await self._conclude(turn, outcome)
+                answer, reason = await self._conclude(turn, outcome, took)
                 if reason is not None:
                     yield Replace(text=answer.explanation, reason=reason)
             else:
-                answer, _ = await self._conclude(turn, None)
-                yield Delta(answer.explanation)
+                answer, _ = await self._conclude(turn, None, took)
+                yield Delta(answer.explanation.removeprefix(took))
             yield Final(answer)
 
     @asynccontextmanager
@@ -150,26 +152,11 @@ class AnswerService:
         ANSWERS_BY("cache").inc()
         return msgspec.structs.replace(_decode_answer(served), timings_ms=ask.stopwatch.snapshot())
 
-    async def _turn(self, ask: Ask, level: int) -> Turn:
-        """The question with the facts it is answered from."""
-        request, stopwatch = ask.request, ask.stopwatch
-        as_of = request.as_of or ask.today
-        with stopwatch.stage("db"):
-            async with self.pool.connection() as conn:
-                tenant, period_end = ask.principal.tenant_id, request.statement_period_end
-                history = await load_history(conn, tenant, request.account_ref, period_end, as_of, request.question)
-        # Another customer's account is exactly as unknown as a missing one.
-        if history is None or (ask.customer_ref is not None and history.customer_ref != ask.customer_ref):
-            raise NotFound(f"account {request.account_ref!r} not found")
-        wanted = request.statement_period_end
-        if not history.statements or (wanted and history.statements[-1].period_end != wanted):
-            which = f"ending on {wanted}" if wanted else "yet"
-            raise NotFound(f"account {request.account_ref!r} has no statement {which}")
-        with stopwatch.stage("facts"):
-            facts = compute_facts(history, as_of)
-            intent = classify(request.question, facts.labels)
-        locale = request.locale or history.customer_locale
-        return Turn(ask=ask, level=level, history=history, facts=facts, intent=intent, locale=locale, as_of=as_of)
+    def _took(self, turn: Turn) -> str:
+        """What a follow-up was taken to be about, said first ("About City Gym: "); empty otherwise."""
+        if not turn.reading.followup or step_of(turn) is not None:
+            return ""
+        return render_took(turn.intent, turn.reading.subjects, turn.locale)
 
     def _fill_cache_later(self, turn: Turn) -> None:
         """After a miss, answer the intent's canonical question about this statement at batch
@@ -205,11 +192,16 @@ class AnswerService:
             log.exception("canonical answer failed", tenant=ask.principal.tenant_slug, account=ask.request.account_ref)
 
     def _deterministic(self, turn: Turn) -> str:
-        """The answer served when the model is not asked or fails: rendered from the facts alone."""
+        """The answer served when the model is not asked or fails: rendered from the facts alone
+        (a conversation's clarifying question or handover notice too)."""
         with turn.ask.stopwatch.stage("explain"):
-            labels = turn.facts.labels
-            focus = mentioned(turn.ask.request.question, labels)
-            return render_fallback(turn.intent, turn.facts, turn.locale, policy=turn.ask.principal.policy, focus=focus)
+            step, reading, policy = step_of(turn), turn.reading, turn.ask.principal.policy
+            if step == "clarify":
+                return render_clarify(reading.choices, turn.locale)
+            if step is not None:
+                return render_handover(step, turn.locale, policy=policy)
+            focus = reading.subjects or mentioned(turn.ask.request.question, turn.facts.labels)
+            return render_fallback(turn.intent, turn.facts, turn.locale, policy=policy, focus=focus)
 
     def _generate(self, turn: Turn) -> AsyncGenerator[str | Outcome, None]:
         """The model's plan for this turn, checked and said claim by claim (app/answers/generation.py)."""
@@ -220,6 +212,8 @@ class AnswerService:
                 facts=turn.facts,
                 intent=turn.intent,
                 question=ask.request.question,
+                focus=set(turn.reading.subjects) or None,
+                previous_question=ask.thread.previous_question if ask.thread else None,
                 locale=turn.locale,
                 policy=ask.principal.policy,
                 chat_template=self.settings.chat_template,
@@ -239,14 +233,17 @@ class AnswerService:
             tenant=ask.principal.tenant_slug,
         )
 
-    async def _conclude(self, turn: Turn, outcome: Outcome | None) -> tuple[ExplanationResponse, Reason | None]:
-        """Serve the model's checked plan, said, or the deterministic text (rendered only then);
-        remember a served canonical answer; audit. Returns the answer and why it is not the model's
-        (None: it is)."""
+    async def _conclude(
+        self, turn: Turn, outcome: Outcome | None, took: str = ""
+    ) -> tuple[ExplanationResponse, Reason | None]:
+        """Serve the model's checked plan, said, or the deterministic text (rendered only then), after
+        what a follow-up was taken to be; remember a served canonical answer; audit. Returns the
+        answer and why it is not the model's (None: it is)."""
         explanation, model, usage, plan = None, None, None, None
         source: Source = "fallback"
+        step = step_of(turn)
         if outcome is None:
-            reason: Reason | None = Reason(rule="out_of_scope" if turn.intent == "out_of_scope" else "engine_off")
+            reason: Reason | None = Reason(rule=unasked_rule(turn, step))
         else:
             assert self.llm is not None
             model, usage, reason, plan = self.llm.model, outcome.usage, outcome.reason, outcome.plan
@@ -256,7 +253,16 @@ class AnswerService:
             FALLBACKS_BY(reason.rule).inc()
         if explanation is None:
             explanation = self._deterministic(turn)
-        answer = respond(turn, explanation=explanation, source=source, model=model, usage=usage, plan=plan)
+        answer = respond(
+            turn,
+            explanation=took + explanation,
+            source=source,
+            model=model,
+            usage=usage,
+            plan=plan,
+            choices=list(turn.reading.choices) if step == "clarify" else None,
+            handover=None if step is None or step == "clarify" else step,
+        )
         key = cache.key(turn, self.llm)
         if source == "model" and turn.ask.origin == "fill" and key is not None:  # checked canonical answers only
             data_version = turn.history.statements[-1].data_version

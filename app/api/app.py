@@ -33,6 +33,7 @@ from app.api.body import MAX_BODY_BYTES
 from app.api.chat import ChatController
 from app.api.console.handover import HandoverController
 from app.api.console.routes import ConsoleController
+from app.api.conversation_feed import Wakeups
 from app.api.customer_session import SessionController
 from app.api.demo import demo_page
 from app.api.errors import EXCEPTION_HANDLERS
@@ -230,7 +231,9 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
             "settings": Provide(lambda: settings, use_cache=True, sync_to_thread=False),
             "key_cache": Provide(lambda: key_cache, use_cache=True, sync_to_thread=False),
         },
-        state=State({"settings": settings, "db_config": db, "limiter": limiter, "key_cache": key_cache}),
+        state=State(
+            {"settings": settings, "db_config": db, "limiter": limiter, "key_cache": key_cache, "wakeups": Wakeups()}
+        ),
         # The overload guard inside the request log, so a refused request is logged (status 503).
         middleware=[RequestLogMiddleware(), OverloadMiddleware(limiter)],
         request_max_body_size=MAX_BODY_BYTES,  # larger bodies: 413

@@ -1,28 +1,40 @@
-"""The chat widget's API: POST /v1/chat answers with Server-Sent Events (app/api/event_stream.py),
-GET /v1/chat/accounts lists the customer's accounts. Both take a customer session token
-(app/api/customer_session.py)."""
+"""The chat widget's API: POST /v1/chat answers a conversation's turn with Server-Sent Events
+(app/api/event_stream.py); GET /v1/chat/conversations/{id} and its live feed (…/events) give the
+conversation back after a reload and deliver an agent's messages; GET /v1/chat/accounts lists the
+customer's accounts. All take a customer session token (app/api/customer_session.py)."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import date
 
 import msgspec
 from litestar import Controller, Request, get, post
 from litestar.di import NamedDependency, Provide
 from litestar.params import JSONBody
-from litestar.response import ServerSentEvent
+from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from app.answers.messages import Ask
 from app.answers.schemas import ChatRequest, ExplanationRequest
 from app.api.body import json_body
+from app.api.conversation_feed import feed, wakeups
+from app.api.conversation_turns import ConversationOut, Recorder, thread_of
 from app.api.customer_session import Customer, provide_customer
 from app.api.deps import answer_service
 from app.api.event_stream import event_stream
-from app.api.openapi import ACCOUNTS_ROUTE, CHAT_ROUTE
+from app.api.openapi import ACCOUNTS_ROUTE, CHAT_ROUTE, CONVERSATION_ROUTE
 from app.api.overload import classify
 from app.api.request_log import request_state, stopwatch
+from app.data import conversations
 from app.data.customers import AccountSummary, customer_accounts
 from app.data.database import autocommit
+from app.domain.conversation import Thread
+from app.domain.understanding import language_of
+from app.errors import NotFound
+
+
+def _event(name: str, payload: object) -> ServerSentEventMessage:
+    return ServerSentEventMessage(msgspec.json.encode(payload).decode(), event=name)
 
 
 class ChatController(Controller):
@@ -35,7 +47,7 @@ class ChatController(Controller):
         status_code=200,
         before_request=json_body,
         media_type="text/event-stream",
-        summary="Ask about one of the customer's accounts; the answer streams as events",
+        summary="A turn of a conversation about one of the customer's accounts; the answer streams as events",
         **CHAT_ROUTE,
     )
     async def ask(
@@ -45,18 +57,99 @@ class ChatController(Controller):
         customer: NamedDependency[Customer],
     ) -> ServerSentEvent:
         answers = answer_service(request)
-        classify(request.scope, customer.principal.priority_class, "widget")
+        principal = customer.principal
+        classify(request.scope, principal.priority_class, "widget")
         if answers.settings.log_questions:
             request_state(request.scope)["log_extra"] = {"question": data.question}
+        conversation = None
+        if data.conversation_id is not None:
+            async with autocommit(answers.db) as conn:
+                conversation = await conversations.find(
+                    conn, principal.tenant_id, data.conversation_id, customer.customer_ref
+                )
+                if conversation is None:
+                    raise NotFound(f"conversation {data.conversation_id} not found")
+                if conversation.status != "bot":  # a person answers now: the message is theirs
+                    seq = await conversations.append(
+                        conn, conversation.id, "customer", data.question, account_ref=data.account_ref
+                    )
+                    wakeups(request).wake(conversation.id)
+                    status = conversation.status
+                    return ServerSentEvent(
+                        [
+                            _event("conversation", {"conversation_id": conversation.id, "status": status}),
+                            _event("turn", {"customer_seq": seq, "status": status}),
+                        ]
+                    )
+                thread = await thread_of(conn, conversation.id)
+        else:
+            thread = Thread(context=None, previous_question=None, unanswered=False)
+        conversation_id = conversation.id if conversation else uuid.uuid4()
+        recorder = Recorder(
+            db=answers.db,
+            wakeups=wakeups(request),
+            conversation_id=conversation_id,
+            new=conversation is None,
+            principal=principal,
+            customer_ref=customer.customer_ref,
+            question=data.question,
+            account_ref=data.account_ref,
+            locale=data.locale or language_of(data.question) or "en",
+            thread=thread,
+        )
         ask = Ask(
-            principal=customer.principal,
-            request=ExplanationRequest(**msgspec.structs.asdict(data)),
+            principal=principal,
+            request=ExplanationRequest(
+                account_ref=data.account_ref, question=data.question, as_of=data.as_of, locale=data.locale
+            ),
             channel="widget",
             customer_ref=customer.customer_ref,
             today=date.today(),
             stopwatch=stopwatch(request.scope),
+            thread=thread,
         )
-        return await event_stream(request, answers.converse(ask))
+        head = _event("conversation", {"conversation_id": conversation_id, "status": "bot"})
+        return await event_stream(request, answers.converse(ask), head=[head], after_final=recorder.record)
+
+    @get(
+        "/conversations/{conversation_id:uuid}",
+        summary="A conversation's messages, to show it again after a reload",
+        **CONVERSATION_ROUTE,
+    )
+    async def conversation(
+        self,
+        request: Request,  # type: ignore[type-arg]
+        conversation_id: uuid.UUID,
+        customer: NamedDependency[Customer],
+    ) -> ConversationOut:
+        classify(request.scope, customer.principal.priority_class, "widget")
+        async with autocommit(answer_service(request).db) as conn:
+            found = await conversations.find(conn, customer.principal.tenant_id, conversation_id, customer.customer_ref)
+            if found is None:
+                raise NotFound(f"conversation {conversation_id} not found")
+            messages = await conversations.messages(conn, conversation_id)
+        return ConversationOut(
+            conversation_id=found.id, status=found.status, agent_name=found.agent_name, messages=messages
+        )
+
+    @get(
+        "/conversations/{conversation_id:uuid}/events",
+        media_type="text/event-stream",
+        summary="A conversation's new messages and status, live (an agent's replies)",
+        **CONVERSATION_ROUTE,
+    )
+    async def events(
+        self,
+        request: Request,  # type: ignore[type-arg]
+        conversation_id: uuid.UUID,
+        customer: NamedDependency[Customer],
+        after: int = 0,
+    ) -> ServerSentEvent:
+        db, tenant_id = answer_service(request).db, customer.principal.tenant_id
+        async with autocommit(db) as conn:  # a 404 before the stream starts
+            if await conversations.find(conn, tenant_id, conversation_id, customer.customer_ref) is None:
+                raise NotFound(f"conversation {conversation_id} not found")
+        return feed(request, db, tenant_id, conversation_id, after, customer.customer_ref)
 
     @get("/accounts", summary="The customer's accounts, for the widget's account picker", **ACCOUNTS_ROUTE)
     async def accounts(

@@ -8,7 +8,7 @@ facts come first and a refusal is an HTTP status (401/404/429/503), never an eve
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
 import msgspec
 from litestar import Request
@@ -67,18 +67,28 @@ def _message(event: ChatEvent) -> ServerSentEventMessage:
     return ServerSentEventMessage(msgspec.json.encode(payload).decode(), event=name)
 
 
+# What a caller adds after the answer, once it is audited (a conversation records its turn).
+AfterFinal = Callable[[ExplanationResponse], Awaitable[Iterable[ServerSentEventMessage]]]
+
+
 async def _messages(
     request: Request,  # type: ignore[type-arg]
     first: ChatEvent,
     rest: AsyncIterator[ChatEvent],
+    head: Iterable[ServerSentEventMessage],
     tail: Iterable[ServerSentEventMessage],
+    after_final: AfterFinal | None,
 ) -> AsyncIterator[ServerSentEventMessage]:
+    for message in head:
+        yield message
     yield _message(first)
     async for event in rest:
+        yield _message(event)
         if isinstance(event, Final):
             extra = request_state(request.scope).setdefault("log_extra", {})
             extra.update(intent=event.answer.intent, source=event.answer.source)
-        yield _message(event)
+            for message in await after_final(event.answer) if after_final else ():
+                yield message
     for message in tail:
         yield message
 
@@ -88,7 +98,9 @@ async def event_stream(
     events: AsyncIterator[ChatEvent],
     *,
     headers: dict[str, str] | None = None,
+    head: Iterable[ServerSentEventMessage] = (),
     tail: Iterable[ServerSentEventMessage] = (),
+    after_final: AfterFinal | None = None,
 ) -> ServerSentEvent:
     async def first() -> ChatEvent:
         return await anext(events)
@@ -96,4 +108,5 @@ async def event_stream(
     # Admitted and checked before the response starts; from here the generator holds the
     # admission slot until it ends (or is collected, should the stream never start).
     facts = await until_disconnect(request, first())
-    return ServerSentEvent(_messages(request, facts, events, tail), headers=STREAM_HEADERS | (headers or {}))
+    messages = _messages(request, facts, events, head, tail, after_final)
+    return ServerSentEvent(messages, headers=STREAM_HEADERS | (headers or {}))

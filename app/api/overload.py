@@ -68,6 +68,8 @@ from app.errors import Shed
 from app.metrics import HTTP_IN_FLIGHT, HTTP_SHED_BY, LOOP_LAG
 
 EXEMPT = frozenset({"/health", "/ready", "/metrics"})
+# A conversation's live feed waits, mostly asleep, for as long as a page is open: not work in flight.
+FEED_SUFFIX = "/events"
 LAG_INTERVAL_S = 0.05
 RETRY_AFTER_S = 1
 # The share of MAX_IN_FLIGHT and MAX_LOOP_LAG_MS up to which a level is admitted (level 3: widget).
@@ -169,7 +171,7 @@ class OverloadMiddleware(ASGIMiddleware):
         self.limiter = limiter
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
-        if scope["path"] in EXEMPT:
+        if scope["path"] in EXEMPT or scope["path"].endswith(FEED_SUFFIX):
             await next_app(scope, receive, send)
             return
         limiter = self.limiter

@@ -12,6 +12,8 @@ Rule = Literal[
     # The model was not asked.
     "engine_off",
     "out_of_scope",
+    "clarify",  # a conversation's question could mean two lines: asked back
+    "handover",  # a conversation handed to an agent
     # The engine did not give a usable answer (app/answers/generation.py).
     "engine_error",
     "engine_timeout",

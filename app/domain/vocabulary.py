@@ -37,6 +37,14 @@ AdmissionScope = Literal["local", "shared"]
 # pool_mode = transaction), which hands a server connection to another client after every transaction.
 DatabasePooler = Literal["none", "transaction"]
 
+# A widget conversation: answered by the assistant, waiting for an agent, or with an agent.
+ConversationStatus = Literal["bot", "waiting", "agent"]
+# Who wrote a conversation's message ("system": the service's notices, such as "an agent has joined").
+Role = Literal["customer", "assistant", "agent", "system"]
+# Why a conversation waits for an agent: the customer asked for one, the assistant could not answer
+# twice in a row, or the need is one only a person can serve (a credit limit, a lost card).
+HandoverReason = Literal["requested", "fallbacks", "out_of_scope"]
+
 LOCALES: tuple[Locale, ...] = get_args(Locale)
 CHANNELS: tuple[Channel, ...] = get_args(Channel)
 PRIORITY_CLASSES: tuple[PriorityClass, ...] = get_args(PriorityClass)
@@ -50,3 +58,6 @@ PROMPT_LAYOUTS: tuple[PromptLayout, ...] = get_args(PromptLayout)
 SPECULATIVE: tuple[Speculative, ...] = get_args(Speculative)
 ADMISSION_SCOPES: tuple[AdmissionScope, ...] = get_args(AdmissionScope)
 DATABASE_POOLERS: tuple[DatabasePooler, ...] = get_args(DatabasePooler)
+CONVERSATION_STATUSES: tuple[ConversationStatus, ...] = get_args(ConversationStatus)
+ROLES: tuple[Role, ...] = get_args(Role)
+HANDOVER_REASONS: tuple[HandoverReason, ...] = get_args(HandoverReason)

@@ -3,6 +3,7 @@ importing this package registers every table on Base.metadata."""
 
 from app.data.models.access import AdmissionBucket, AdmissionLease, Agent, AgentSession, SigninThrottle
 from app.data.models.base import Base
+from app.data.models.conversations import Conversation, ConversationMessage
 from app.data.models.ledger import (
     Account,
     BulkLoad,
@@ -26,6 +27,8 @@ __all__ = [
     "BulkLoad",
     "CacheFillLeader",
     "CachedAnswer",
+    "Conversation",
+    "ConversationMessage",
     "Customer",
     "Job",
     "JobItem",

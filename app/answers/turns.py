@@ -1,0 +1,83 @@
+"""A question's turn: the records and facts it is answered from, what it was taken to be about
+(app/domain/understanding.py: a follow-up continues the turn before), the language it is answered in,
+and what a conversation's turn calls for besides an answer (app/domain/conversation.py)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from app.answers.messages import Ask, Turn
+from app.data.driver_pool import DriverPool
+from app.data.history import load_history
+from app.domain.conversation import Step, next_step, statement_lines
+from app.domain.facts import compute_facts
+from app.domain.reasons import Rule
+from app.domain.records import AccountHistory
+from app.domain.understanding import Reading, understand
+from app.domain.vocabulary import Locale
+from app.errors import NotFound
+
+
+async def read_turn(pool: DriverPool, ask: Ask, level: int) -> Turn:
+    """The question with the facts it is answered from, and what it was taken to be about."""
+    request, stopwatch = ask.request, ask.stopwatch
+    context = ask.thread.context if ask.thread else None
+    as_of = request.as_of or ask.today
+    # The lines a follow-up's subject names are read like those the question names.
+    search = " ".join((request.question, *context.subjects)) if context else request.question
+    history = await _history(pool, ask, request.statement_period_end, as_of, search)
+    with stopwatch.stage("facts"):
+        facts = compute_facts(history, as_of)
+        reading = understand(request.question, statement_lines(facts), context)
+    # "What about last month?" is about the statement before; a subject found by a nickname or an
+    # amount has lines the first read did not look for.
+    period_end = request.statement_period_end
+    if reading.previous_period and facts.previous is not None:
+        period_end = facts.previous.period_end
+    unread = [s for s in reading.subjects if s.lower() not in search.lower()]
+    if period_end != request.statement_period_end or unread:
+        search = " ".join((search, *unread))
+        history = await _history(pool, ask, period_end, as_of, search)
+        with stopwatch.stage("facts"):
+            facts = compute_facts(history, as_of)
+    locale = _locale(ask, reading, history.customer_locale)
+    return Turn(ask=ask, level=level, history=history, facts=facts, reading=reading, locale=locale, as_of=as_of)
+
+
+async def _history(pool: DriverPool, ask: Ask, period_end: date | None, as_of: date, search: str) -> AccountHistory:
+    """The account's records up to the statement ending `period_end` (the latest by default)."""
+    account_ref, tenant = ask.request.account_ref, ask.principal.tenant_id
+    with ask.stopwatch.stage("db"):
+        async with pool.connection() as conn:
+            history = await load_history(conn, tenant, account_ref, period_end, as_of, search)
+    # Another customer's account is exactly as unknown as a missing one.
+    if history is None or (ask.customer_ref is not None and history.customer_ref != ask.customer_ref):
+        raise NotFound(f"account {account_ref!r} not found")
+    if not history.statements or (period_end and history.statements[-1].period_end != period_end):
+        which = f"ending on {period_end}" if period_end else "yet"
+        raise NotFound(f"account {account_ref!r} has no statement {which}")
+    return history
+
+
+def step_of(turn: Turn) -> Step | None:
+    """A conversation's turn that is not an answer: asked back, or handed to an agent."""
+    return next_step(turn.reading, turn.ask.thread) if turn.ask.thread else None
+
+
+def asks_model(turn: Turn) -> bool:
+    """A polite refusal, a clarifying question and a handover notice need no model."""
+    return turn.intent != "out_of_scope" and step_of(turn) is None
+
+
+def unasked_rule(turn: Turn, step: Step | None) -> Rule:
+    if step is not None:
+        return "clarify" if step == "clarify" else "handover"
+    return "out_of_scope" if turn.intent == "out_of_scope" else "engine_off"
+
+
+def _locale(ask: Ask, reading: Reading, customer_locale: Locale) -> Locale:
+    """The question's own language for the people who write to us (widget, console), the customer's
+    when it does not say; a downstream system's explicit locale stands."""
+    if ask.channel in ("api", "batch") and ask.request.locale:
+        return ask.request.locale
+    return reading.language or ask.request.locale or customer_locale

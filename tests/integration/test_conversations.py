@@ -1,0 +1,211 @@
+"""The widget's conversations through the real app and Postgres (ENGINE=off: the deterministic
+answers): follow-ups take their subject from the turn before, an ambiguous one is asked back, the
+answer is in the question's language, a customer who asks for a person waits for one, and nobody
+else ever reads the conversation."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+from litestar.testing import AsyncTestClient
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.api.app import create_app
+from app.data import conversations
+from app.data.agents import create_agent
+from app.data.database import autocommit
+from tests.factories import OCT, SEPT, account, customer, document, tx
+from tests.integration.test_chat_api import events, settings, token_for
+from tests.metrics import sample
+
+AS_OF = "2026-11-10"
+# October has two cafes the customer may mean by "the cafe one".
+CAFES = [
+    tx("T-1", "2026-09-03", "purchase", "100.00", "FreshMart"),
+    tx("T-2", "2026-10-03", "purchase", "100.00", "FreshMart"),
+    tx("T-3", "2026-10-05", "purchase", "4.50", "Blue Cafe"),
+    tx("T-4", "2026-10-06", "purchase", "6.20", "Cafe Nero"),
+]
+
+
+@pytest.fixture
+async def bank(make_tenant: Any, load: Any) -> Any:
+    """Ann (C-1001, A-1: the 12.00 City Gym story) and Bo (C-2002, B-1: two cafes) at one bank."""
+    tenant = await make_tenant("interactive")
+    cafes = account("B-1", statements=[SEPT, OCT], transactions=CAFES)
+    await load(document(tenant.slug, [customer(), customer("C-2002", accounts=[cafes])]))
+    return tenant
+
+
+@pytest.fixture
+async def client(database_url: str) -> Any:
+    async with AsyncTestClient(app=create_app(settings(), database_url)) as client:
+        yield client
+
+
+class Widget:
+    """One customer's widget: a token and the conversation it continues."""
+
+    def __init__(self, client: Any, token: str, account_ref: str = "A-1") -> None:
+        self.client, self.token, self.account_ref = client, token, account_ref
+        self.conversation_id: str | None = None
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    async def say(self, question: str, **extra: Any) -> dict[str, Any]:
+        """The turn's events by name (the last of each)."""
+        body = {"account_ref": self.account_ref, "question": question, "as_of": AS_OF, **extra}
+        if self.conversation_id:
+            body["conversation_id"] = self.conversation_id
+        r = await self.client.post("/v1/chat", json=body, headers=self.auth)
+        assert r.status_code == 200, r.text
+        stream = events(r.text)
+        assert stream[0][0] == "conversation"
+        self.conversation_id = stream[0][1]["conversation_id"]
+        return {name: data for name, data in stream} | {"names": [name for name, _ in stream]}
+
+    async def transcript(self) -> Any:
+        return await self.client.get(f"/v1/chat/conversations/{self.conversation_id}", headers=self.auth)
+
+
+async def widget(client: Any, bank: Any, customer_ref: str = "C-1001", account_ref: str = "A-1") -> Widget:
+    return Widget(client, await token_for(client, bank.key, customer_ref), account_ref)
+
+
+async def test_a_conversation_is_recorded_turn_by_turn_and_restored(client: Any, bank: Any) -> None:
+    ann = await widget(client, bank)
+    first = await ann.say("Why is my bill higher than last month?")
+    assert first["names"] == ["conversation", "facts", "delta", "final", "turn"]
+    assert first["conversation"]["status"] == "bot"
+    assert first["turn"] == {"customer_seq": 1, "assistant_seq": 2, "status": "bot"}
+    second = await ann.say("When is it due?")
+    assert second["conversation"]["conversation_id"] == first["conversation"]["conversation_id"]
+    assert second["turn"]["customer_seq"] == 3
+
+    r = await ann.transcript()
+    assert r.status_code == 200
+    body = r.json()
+    assert [(m["seq"], m["role"]) for m in body["messages"]] == [
+        (1, "customer"), (2, "assistant"), (3, "customer"), (4, "assistant")
+    ]  # fmt: skip
+    assert body["messages"][0]["text"] == "Why is my bill higher than last month?"
+    assert body["messages"][1]["text"] == first["final"]["explanation"]
+    assert body["messages"][1]["answer_id"] == first["final"]["answer_id"]
+    assert body["messages"][1]["facts"]["display"]["difference"] == "+12.00 EUR"  # the facts beside the answer
+    assert second["final"]["intent"] == "payment"
+
+
+async def test_a_follow_up_takes_its_intent_and_subject_from_the_turn_before(client: Any, bank: Any) -> None:
+    ann = await widget(client, bank)
+    await ann.say("Why is my bill higher than last month?")
+    why = await ann.say("And why?")
+    assert why["final"]["intent"] == "bill_change"
+    assert why["final"]["explanation"].startswith("About the change in your bill: ")
+    assert "City Gym" in why["final"]["explanation"]
+    gym = await ann.say("the gym one?")
+    assert gym["final"]["intent"] == "charge"
+    assert gym["final"]["subjects"] == ["City Gym"]
+    assert gym["final"]["explanation"].startswith("About “City Gym”: ")
+    assert "12.00" in gym["final"]["explanation"]
+
+
+async def test_the_answer_is_in_the_questions_language(client: Any, bank: Any) -> None:
+    ann = await widget(client, bank)  # an English customer on an English page
+    turn = await ann.say("为什么这个月的账单比上个月高？", locale="en")
+    assert turn["final"]["locale"] == "zh-CN"
+    assert "12.00" in turn["final"]["explanation"]
+    assert "账单" in turn["final"]["explanation"]
+    bare = await ann.say("A-1", locale="en")  # says nothing about its language: the page's
+    assert bare["final"]["locale"] == "en"
+
+
+async def test_an_ambiguous_subject_is_asked_back_with_choices(client: Any, bank: Any) -> None:
+    bo = await widget(client, bank, "C-2002", "B-1")
+    asked = await bo.say("what is the cafe one?")
+    assert asked["final"]["choices"] == ["Blue Cafe", "Cafe Nero"]
+    assert asked["final"]["explanation"] == "Which one do you mean: “Blue Cafe” or “Cafe Nero”?"
+    answered = await bo.say("Cafe Nero")
+    assert answered["final"]["subjects"] == ["Cafe Nero"]
+    assert "6.20" in answered["final"]["explanation"]
+    assert "4.50" not in answered["final"]["explanation"]
+
+
+async def test_asking_for_a_person_hands_over_and_an_agent_answers(client: Any, bank: Any, engine: AsyncEngine) -> None:
+    labels = {"tenant": bank.slug, "reason": "requested"}
+    requested = sample("bill_assistant_handovers_total", labels)
+    ann = await widget(client, bank)
+    await ann.say("Why is my bill higher than last month?")
+    handed = await ann.say("I want to speak to a human")
+    assert handed["final"]["handover"] == "requested"
+    assert "agent" in handed["final"]["explanation"]
+    assert handed["turn"]["status"] == "waiting"
+    assert sample("bill_assistant_handovers_total", labels) == requested + 1
+
+    # While a person answers, the customer's messages are theirs: no assistant answer.
+    waiting = await ann.say("My card was charged twice")
+    assert waiting["names"] == ["conversation", "turn"]
+    assert waiting["turn"] == {"customer_seq": 5, "status": "waiting"}
+
+    cid = uuid.UUID(ann.conversation_id)
+    async with autocommit(engine) as conn:
+        assert [w.id for w in await conversations.queue(conn, bank.id)] == [cid]
+        agent = await create_agent(conn, bank.id, "ana", "Ana Agent", "a long enough password 1")
+        assert await conversations.take(conn, bank.id, cid, agent) is not None
+        await conversations.append(conn, cid, "agent", "Hello Ann, let me look at it.", agent_id=agent)
+
+    async def feed() -> list[tuple[str, Any]]:
+        got: list[tuple[str, Any]] = []
+        url = f"/v1/chat/conversations/{cid}/events?after=5"
+        async with client.stream("GET", url, headers=ann.auth) as r:
+            assert r.status_code == 200
+            buffer = ""
+            async for chunk in r.aiter_text():
+                buffer += chunk
+                got = events(buffer[: buffer.rfind("\n\n") + 2])
+                if any(name == "message" for name, _ in got):
+                    return got
+        return got
+
+    got = await asyncio.wait_for(feed(), 10)
+    assert got[0] == ("status", {"status": "agent", "agent_name": "Ana Agent"})
+    assert got[1][1]["role"] == "agent"
+    assert got[1][1]["text"] == "Hello Ann, let me look at it."
+    assert got[1][1]["agent_name"] == "Ana Agent"
+
+
+async def test_two_unanswerable_questions_in_a_row_hand_over(client: Any, bank: Any) -> None:
+    ann = await widget(client, bank)
+    first = await ann.say("blorp zzz")
+    assert first["final"]["intent"] == "out_of_scope"
+    assert first["turn"]["status"] == "bot"
+    second = await ann.say("qwerty asdf")
+    assert second["final"]["handover"] == "fallbacks"
+    assert second["turn"]["status"] == "waiting"
+
+
+async def test_a_need_only_a_person_serves_hands_over_at_once(client: Any, bank: Any) -> None:
+    ann = await widget(client, bank)
+    turn = await ann.say("Can you raise my credit limit?")
+    assert turn["final"]["handover"] == "out_of_scope"
+    assert turn["turn"]["status"] == "waiting"
+
+
+async def test_nobody_else_reads_or_continues_a_conversation(client: Any, bank: Any, make_tenant: Any) -> None:
+    ann = await widget(client, bank)
+    await ann.say("Why is my bill higher than last month?")
+    bo = await widget(client, bank, "C-2002", "B-1")
+    path = f"/v1/chat/conversations/{ann.conversation_id}"
+    assert (await client.get(path, headers=bo.auth)).status_code == 404
+    assert (await client.get(f"{path}/events", headers=bo.auth)).status_code == 404
+    r = await client.post(
+        "/v1/chat",
+        json={"account_ref": "B-1", "question": "And why?", "conversation_id": ann.conversation_id},
+        headers=bo.auth,
+    )
+    assert r.status_code == 404
+    assert (await ann.transcript()).status_code == 200
