@@ -188,6 +188,17 @@ def render_fallback(
     return JOINERS[locale].join(line.strip() for line in text.splitlines() if line.strip())
 
 
+@functools.lru_cache(maxsize=2)
+def _intent_system() -> str:
+    return _env.get_template("intent/system.j2").render().strip()
+
+
+def render_intent_prompt(question: str, chat_template: ChatTemplate) -> str:
+    """The intent choice's prompt: the static list of intents first, the question last."""
+    user = f"<<<{_delimited(question)}>>>"
+    return _env.get_template(f"chat/{chat_template}.j2").render(system=_intent_system(), user=user)
+
+
 def _conversation(locale: str) -> Any:
     return _env.get_template(f"locales/{locale}/conversation.j2").module
 

@@ -1,8 +1,9 @@
 """The answer service: the straight line from a question to an audited answer.
 
-admission -> records, or a cached answer (found and audited by the same statement) -> facts -> intent
--> prompt -> engine's plan, each claim checked and said (app/answers/generation.py) -> cache -> audit
-(the deterministic text only when the plan is not served)
+admission -> records and facts, what the question is about (app/answers/turns.py; the model's
+choice where rules cannot decide: app/answers/intent_choice.py), or a cached answer -> prompt ->
+engine's plan, each claim checked and said (app/answers/generation.py) -> cache -> audit (the
+deterministic text only when the plan is not served)
 
 Built once per process (the app's lifespan, the CLI, the batch worker) around the collaborators
 that outlive a request: the database, the engine, the admission scheduler and the settings.
@@ -24,9 +25,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.answers import cache
 from app.answers.cache import CacheKey
 from app.answers.generation import Outcome, generate, plan_job
+from app.answers.intent_choice import settle_intent
 from app.answers.messages import Ask, ChatEvent, Delta, Facts, Final, Replace, Turn, final_answer, respond
 from app.answers.schemas import ExplanationRequest, ExplanationResponse
-from app.answers.turns import asks_model, read_turn, step_of, unasked_rule
+from app.answers.turns import asks_model, read_turn, step_of, took_of, unasked_rule
 from app.data.audit import AuditRow, record_answer, serve_cached
 from app.data.database import autocommit, driver_options
 from app.data.driver_pool import DriverPool
@@ -40,7 +42,7 @@ from app.inference.engine import Engine
 from app.inference.factory import build_engine
 from app.inference.scheduler import Hooks, Ledger, Scheduler
 from app.metrics import ANSWER_FIRST_TEXT_BY, ANSWER_SECONDS_BY, ANSWERS_BY, CACHE_LOOKUPS_BY, FALLBACKS_BY
-from app.prompts import render_clarify, render_fallback, render_handover, render_took
+from app.prompts import render_clarify, render_fallback, render_handover
 from app.settings import Settings
 
 log = structlog.get_logger("bill_assistant.answers")
@@ -96,8 +98,8 @@ class AnswerService:
 
     async def _converse(self, ask: Ask) -> AsyncGenerator[ChatEvent, None]:
         async with self._admitted(ask) as level:
-            turn = await read_turn(self.pool, ask, level)
-            took = self._took(turn)
+            turn = await settle_intent(self.llm, await read_turn(self.pool, ask, level), self.settings)
+            took = took_of(turn)
             hit = await self._cached(turn)
             if hit is not None:  # audited as it was found
                 yield Facts(msgspec.structs.replace(hit, explanation=""))
@@ -151,12 +153,6 @@ class AnswerService:
             return None
         ANSWERS_BY("cache").inc()
         return msgspec.structs.replace(_decode_answer(served), timings_ms=ask.stopwatch.snapshot())
-
-    def _took(self, turn: Turn) -> str:
-        """What a follow-up was taken to be about, said first ("About City Gym: "); empty otherwise."""
-        if not turn.reading.followup or step_of(turn) is not None:
-            return ""
-        return render_took(turn.intent, turn.reading.subjects, turn.locale)
 
     def _fill_cache_later(self, turn: Turn) -> None:
         """After a miss, answer the intent's canonical question about this statement at batch

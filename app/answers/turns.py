@@ -16,6 +16,7 @@ from app.domain.records import AccountHistory
 from app.domain.understanding import Reading, understand
 from app.domain.vocabulary import Locale
 from app.errors import NotFound
+from app.prompts import render_took
 
 
 async def read_turn(pool: DriverPool, ask: Ask, level: int) -> Turn:
@@ -62,6 +63,13 @@ async def _history(pool: DriverPool, ask: Ask, period_end: date | None, as_of: d
 def step_of(turn: Turn) -> Step | None:
     """A conversation's turn that is not an answer: asked back, or handed to an agent."""
     return next_step(turn.reading, turn.ask.thread) if turn.ask.thread else None
+
+
+def took_of(turn: Turn) -> str:
+    """What a follow-up was taken to be about, said first ("About City Gym: "); empty otherwise."""
+    if not turn.reading.followup or step_of(turn) is not None:
+        return ""
+    return render_took(turn.intent, turn.reading.subjects, turn.locale)
 
 
 def asks_model(turn: Turn) -> bool:

@@ -262,9 +262,9 @@ async def test_a_chat_hit_shows_the_facts_first_and_only_to_the_accounts_custome
     assert own.status_code == 200
     sent = [line.removeprefix("event: ") for line in own.text.splitlines() if line.startswith("event: ")]
     data = [json.loads(line.removeprefix("data: ")) for line in own.text.splitlines() if line.startswith("data: ")]
-    assert sent == ["facts", "delta", "final"]
-    assert data[0]["display"]["difference"] == "+12.00 EUR"
-    assert (data[1]["text"], data[2]["source"]) == (SHOWN, "cache")
+    assert sent == ["conversation", "facts", "delta", "final", "turn"]
+    assert data[1]["display"]["difference"] == "+12.00 EUR"
+    assert (data[2]["text"], data[3]["source"]) == (SHOWN, "cache")
     assert [r.channel for r in await audit_rows(engine, tenant)] == ["api", "batch", "widget"]
 
 

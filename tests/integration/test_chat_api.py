@@ -125,8 +125,9 @@ async def test_the_stream_sends_facts_then_text_then_the_audited_answer(
     assert r.headers["content-type"].startswith("text/event-stream")
     assert r.headers["cache-control"] == "no-store"
     stream = events(r.text)
-    assert [name for name, _ in stream] == ["facts", "delta", "final"]
-    facts, final = stream[0][1], stream[-1][1]
+    # The conversation it starts, the facts, the text, the audited answer, the turn as recorded.
+    assert [name for name, _ in stream] == ["conversation", "facts", "delta", "final", "turn"]
+    facts, final = stream[1][1], stream[-2][1]
     assert facts["totals"] == {"current": "124.99", "previous": "112.99", "difference": "12.00"}
     assert facts["display"] == {
         "current": "124.99 EUR",
@@ -223,14 +224,14 @@ async def test_a_validated_model_answer_streams_in_pieces(
         r = await ask(client, await token_for(client, bank.key))
     stream = events(r.text)
     names = [name for name, _ in stream]
-    assert names[0] == "facts"
-    assert names[-1] == "final"
+    assert names[:2] == ["conversation", "facts"]
+    assert names[-2:] == ["final", "turn"]
     assert "replace" not in names
     deltas = [data["text"] for name, data in stream if name == "delta"]
     assert deltas == GOOD_DELTAS  # claim by claim, each said once the plan held it
-    assert "".join(deltas) == GOOD_SHOWN == stream[-1][1]["explanation"]
-    assert stream[-1][1]["source"] == "model"
-    assert stream[-1][1]["plan"] == [CHANGE_UP, DRIVER_1_UP]
+    assert "".join(deltas) == GOOD_SHOWN == stream[-2][1]["explanation"]
+    assert stream[-2][1]["source"] == "model"
+    assert stream[-2][1]["plan"] == [CHANGE_UP, DRIVER_1_UP]
     assert fake_sglang.fake.requests[-1]["priority"] == sglang_priority(
         3
     )  # the widget channel of an interactive tenant
@@ -244,12 +245,12 @@ async def test_an_answer_that_fails_validation_is_replaced(
         r = await ask(client, await token_for(client, bank.key))
     stream = events(r.text)
     names = [name for name, _ in stream]
-    assert names[0] == "facts"
-    assert names[-2:] == ["replace", "final"]
+    assert names[:2] == ["conversation", "facts"]
+    assert names[-3:] == ["replace", "final", "turn"]
     # Only the claims before the contradiction were said; "paid" never left the server...
     assert [d["text"] for n, d in stream if n == "delta"] == GOOD_DELTAS
     assert "payment status" not in r.text
-    replace, final = stream[-2][1], stream[-1][1]
+    replace, final = stream[-3][1], stream[-2][1]
     assert replace["reason"] == "status_claim:paid, the facts say unpaid"
     assert replace["text"] == final["explanation"]  # ...and the deterministic answer replaces the first
     assert final["source"] == "fallback"

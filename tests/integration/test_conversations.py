@@ -9,6 +9,7 @@ import asyncio
 import uuid
 from typing import Any
 
+import httpx
 import pytest
 from litestar.testing import AsyncTestClient
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -20,6 +21,7 @@ from app.data.database import autocommit
 from tests.factories import OCT, SEPT, account, customer, document, tx
 from tests.integration.test_chat_api import events, settings, token_for
 from tests.metrics import sample
+from tests.servers import ThreadedServer
 
 AS_OF = "2026-11-10"
 # October has two cafes the customer may mean by "the cafe one".
@@ -135,7 +137,9 @@ async def test_an_ambiguous_subject_is_asked_back_with_choices(client: Any, bank
     assert "4.50" not in answered["final"]["explanation"]
 
 
-async def test_asking_for_a_person_hands_over_and_an_agent_answers(client: Any, bank: Any, engine: AsyncEngine) -> None:
+async def test_asking_for_a_person_hands_over_and_an_agent_answers(
+    client: Any, bank: Any, engine: AsyncEngine, database_url: str
+) -> None:
     labels = {"tenant": bank.slug, "reason": "requested"}
     requested = sample("bill_assistant_handovers_total", labels)
     ann = await widget(client, bank)
@@ -158,20 +162,26 @@ async def test_asking_for_a_person_hands_over_and_an_agent_answers(client: Any, 
         assert await conversations.take(conn, bank.id, cid, agent) is not None
         await conversations.append(conn, cid, "agent", "Hello Ann, let me look at it.", agent_id=agent)
 
+    # The feed through a real server: a closed connection ends it (the in-process client keeps it open).
+    server = ThreadedServer(create_app(settings(), database_url))
+
     async def feed() -> list[tuple[str, Any]]:
         got: list[tuple[str, Any]] = []
-        url = f"/v1/chat/conversations/{cid}/events?after=5"
-        async with client.stream("GET", url, headers=ann.auth) as r:
+        url = f"{server.url}/v1/chat/conversations/{cid}/events?after=5"
+        async with httpx.AsyncClient() as http, http.stream("GET", url, headers=ann.auth) as r:
             assert r.status_code == 200
             buffer = ""
             async for chunk in r.aiter_text():
-                buffer += chunk
+                buffer += chunk.replace("\r\n", "\n")
                 got = events(buffer[: buffer.rfind("\n\n") + 2])
                 if any(name == "message" for name, _ in got):
                     return got
         return got
 
-    got = await asyncio.wait_for(feed(), 10)
+    try:
+        got = await asyncio.wait_for(feed(), 10)
+    finally:
+        server.stop()
     assert got[0] == ("status", {"status": "agent", "agent_name": "Ana Agent"})
     assert got[1][1]["role"] == "agent"
     assert got[1][1]["text"] == "Hello Ann, let me look at it."
