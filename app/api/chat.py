@@ -11,7 +11,7 @@ from datetime import date
 import msgspec
 from litestar import Controller, Request, get, post
 from litestar.di import NamedDependency, Provide
-from litestar.params import JSONBody
+from litestar.params import FromPath, FromQuery, JSONBody
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
 from app.answers.messages import Ask
@@ -119,7 +119,7 @@ class ChatController(Controller):
     async def conversation(
         self,
         request: Request,  # type: ignore[type-arg]
-        conversation_id: uuid.UUID,
+        conversation_id: FromPath[uuid.UUID],
         customer: NamedDependency[Customer],
     ) -> ConversationOut:
         classify(request.scope, customer.principal.priority_class, "widget")
@@ -141,9 +141,9 @@ class ChatController(Controller):
     async def events(
         self,
         request: Request,  # type: ignore[type-arg]
-        conversation_id: uuid.UUID,
+        conversation_id: FromPath[uuid.UUID],
         customer: NamedDependency[Customer],
-        after: int = 0,
+        after: FromQuery[int] = 0,
     ) -> ServerSentEvent:
         db, tenant_id = answer_service(request).db, customer.principal.tenant_id
         async with autocommit(db) as conn:  # a 404 before the stream starts

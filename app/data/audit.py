@@ -12,7 +12,7 @@ import msgspec
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.data.models import Account, Answer
+from app.data.models import Account, Answer, Customer
 from app.data.sql import Statement
 from app.domain.vocabulary import Channel, Intent, Locale, Origin, Source
 
@@ -131,7 +131,8 @@ class AnswerRecord(msgspec.Struct, frozen=True, kw_only=True):
     account_ref: str
     channel: str
     question: str
-    locale: str
+    locale: str  # the answer's: the question's own language, or the customer's when it did not say
+    customer_locale: str
     answer: dict[str, Any]
     source: str
     intent: str
@@ -164,6 +165,7 @@ async def find_answer(conn: AsyncConnection, tenant_id: int, answer_id: uuid.UUI
                 Answer.channel,
                 Answer.question,
                 Answer.locale,
+                Customer.locale.label("customer_locale"),
                 Answer.answer,
                 Answer.source,
                 Answer.intent,
@@ -175,6 +177,7 @@ async def find_answer(conn: AsyncConnection, tenant_id: int, answer_id: uuid.UUI
                 Answer.stage_starts,
             )
             .join(Account, (Account.tenant_id == Answer.tenant_id) & (Account.id == Answer.account_id))
+            .join(Customer, (Customer.tenant_id == Account.tenant_id) & (Customer.id == Account.customer_id))
             .where(Answer.tenant_id == tenant_id, Answer.id == answer_id)
         )
     ).first()

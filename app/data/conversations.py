@@ -227,5 +227,7 @@ async def queue(conn: AsyncConnection, tenant_id: int) -> list[Waiting]:
 async def purge(conn: AsyncConnection, older_than: timedelta) -> int:
     """Deletes the conversations (and their messages) with no message for `older_than`; how many.
     The answers' audit rows stay: they have their own life."""
-    result = await conn.execute(text("DELETE FROM conversations WHERE updated_at < now() - :age"), {"age": older_than})
+    result = await conn.execute(
+        text("DELETE FROM conversations WHERE updated_at < now() - CAST(:age AS interval)"), {"age": older_than}
+    )
     return result.rowcount

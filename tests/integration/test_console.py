@@ -548,3 +548,13 @@ async def test_the_demo_agents_get_a_new_password_each_run(engine: AsyncEngine) 
             assert await authenticate(conn, slug, DEMO_AGENT, first[slug]) is None
             assert await authenticate(conn, slug, DEMO_AGENT, second[slug]) is not None
         await transaction.rollback()
+
+
+async def test_the_answer_page_shows_the_questions_language_and_the_customers(console: Client, bank: Bank) -> None:
+    csrf = await signed_in(console, bank)  # Ann's locale is English; she writes in Chinese
+    page = await console.get(
+        f"/console/answers/{answer_id_of(await ask(console, csrf, '为什么这个月的账单比上个月高？'))}"
+    )
+    language = re.search(r'<dd id="language">([^<]+)</dd>', page.text)
+    assert language is not None
+    assert language.group(1) == "answered in 简体中文 (Simplified Chinese); the customer’s is English"

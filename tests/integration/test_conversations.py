@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from litestar.testing import AsyncTestClient
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
@@ -219,3 +220,22 @@ async def test_nobody_else_reads_or_continues_a_conversation(client: Any, bank: 
     )
     assert r.status_code == 404
     assert (await ann.transcript()).status_code == 200
+
+
+async def test_conversations_past_the_retention_are_purged(
+    client: Any, bank: Any, engine: AsyncEngine, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old, recent = await widget(client, bank), await widget(client, bank, "C-2002", "B-1")
+    await old.say("Why is my bill higher than last month?")
+    await recent.say("Why is my bill higher than last month?")
+    async with autocommit(engine) as conn:  # Ann's last message was 31 days ago
+        await conn.execute(
+            text("UPDATE conversations SET updated_at = now() - interval '31 days' WHERE id = :id"),
+            {"id": uuid.UUID(old.conversation_id)},
+        )
+    monkeypatch.setenv("CONVERSATION_RETENTION_DAYS", "30")
+    result = await asyncio.to_thread(cli, "conversations", "purge")  # the command runs its own loop
+    assert result.exit_code == 0, result.output
+    assert "deleted 1 conversations with no message for 30 days" in result.output
+    assert (await old.transcript()).status_code == 404
+    assert len((await recent.transcript()).json()["messages"]) == 2

@@ -20,6 +20,7 @@ def record(source: str, fallback_reason: str | None) -> AnswerRecord:
         channel="console",
         question="Why is my bill higher than last month?",
         locale="en",
+        customer_locale="en",
         answer={"explanation": "Your new balance is 124.99 EUR."},
         source=source,
         intent="bill_increase",
