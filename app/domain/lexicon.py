@@ -140,11 +140,11 @@ CATEGORIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("mart", "supermarket", "tesco", "lidl", "aldi", "walmart", "grocery", "超市", "盒马", "永辉"),
     ),
     "taxi": (
-        ("taxi", "cab", "ride", "uber", "打车", "出租车", "滴滴"),
+        ("taxi", "cab", "ride", "打车", "出租车"),
         ("uber", "taxi", "lyft", "bolt", "cab", "滴滴", "出行"),
     ),
     "streaming": (
-        ("streaming", "netflix", "spotify", "视频会员", "视频"),
+        ("streaming", "视频会员", "视频"),
         ("netflix", "spotify", "disney", "爱奇艺", "腾讯视频", "优酷"),
     ),
     "delivery": (

@@ -44,7 +44,11 @@ OPERATIONS = {
     "POST /v1/sessions",
     "POST /v1/chat",
     "GET /v1/chat/accounts",
+    "GET /v1/chat/conversations/{conversation_id}",
 }
+# A conversation's live feed stays open for as long as its page: no case of it would ever end.
+# tests/integration/test_conversations.py reads it (its 404 for another customer, its messages).
+LIVE_FEED = "/v1/chat/conversations/{conversation_id}/events"
 # schemathesis's default; the run takes about 14 s on two cores.
 MAX_EXAMPLES = 100
 
@@ -55,6 +59,7 @@ class Live(msgspec.Struct, kw_only=True):
     other_key: str  # another bank's, which must reach none of this bank's objects
     token: str
     job_id: str
+    conversation_id: str
 
 
 @pytest.fixture
@@ -73,7 +78,18 @@ async def live(database_url: str, engine: AsyncEngine, make_tenant: Any, load: A
             job = await client.post("/v1/explanations:batch", json={"items": [{"account_ref": "A-1"}]})
             assert job.status_code == 202, job.text
         token, job_id = session.json()["token"], job.json()["job_id"]
-        yield Live(url=server.url, key=tenant.key, other_key=other.key, token=token, job_id=job_id)
+        async with httpx.AsyncClient(base_url=server.url, headers={"Authorization": f"Bearer {token}"}) as client:
+            chat = await client.post("/v1/chat", json={"account_ref": "A-1", "question": "Why is my bill higher?"})
+            assert chat.status_code == 200, chat.text
+        conversation_id = json.loads(chat.text.split("data: ", 1)[1].split("\n", 1)[0])["conversation_id"]
+        yield Live(
+            url=server.url,
+            key=tenant.key,
+            other_key=other.key,
+            token=token,
+            job_id=job_id,
+            conversation_id=conversation_id,
+        )
     finally:
         server.stop()
 
@@ -130,16 +146,22 @@ generation = {{ max-examples = {MAX_EXAMPLES}, database = "none" }}
 dictionaries.accounts = {{ values = ["A-1", "A-2"] }}
 dictionaries.customers = {{ values = ["C-1001"] }}
 dictionaries.jobs = {{ values = [{q(live.job_id)}] }}
+dictionaries.conversations = {{ values = [{q(live.conversation_id)}] }}
 
 [parameters]
 "body.account_ref" = {binding("accounts")}
 "body.items[*].account_ref" = {binding("accounts")}
 "body.customer_ref" = {binding("customers")}
 "path.job_id" = {binding("jobs")}
+"path.conversation_id" = {binding("conversations")}
 
 [[operations]]
 include-path-regex = "^/v1/chat"
 headers = {{ Authorization = {q("Bearer " + live.token)} }}
+
+[[operations]]
+include-path = {q(LIVE_FEED)}
+enabled = false
 """
 
 
@@ -162,6 +184,7 @@ def test_schemathesis_with_every_check_finds_nothing(live: Live, our_check: None
         "fuzzing": "success",
         "stateful": "success",
     }
-    assert "API Links:    1 covered / 1 selected / 1 total" in result.output, result.output
+    # The batch's link to its job, followed; the one schemathesis infers to the live feed is not (disabled).
+    assert "API Links:    1 covered / 2 selected / 2 total (1 inferred)" in result.output, result.output
     accepted = {name: rates["fuzzing"]["accepted"] for name, rates in run["valid_rates"].items()}
     assert all(accepted.values()), accepted

@@ -54,6 +54,7 @@ def test_defaults() -> None:
         cache_fill_interval_s=0.0,
         batch_poll_s=0.5,
         batch_lease_s=120.0,
+        conversation_retention_days=90,
         session_secret="",
         session_ttl_s=900.0,
         console_session_ttl_s=28800.0,

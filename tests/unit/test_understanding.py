@@ -92,6 +92,13 @@ def test_an_ambiguous_subject_is_asked_back_never_guessed() -> None:
     assert set(understand("the 12 euro one", cafes).choices) == {"City Gym", "Uber Trip"}
 
 
+def test_a_brand_the_statement_lacks_is_not_another_of_its_kind() -> None:
+    # Netflix.com is on the statement; Spotify, also a streaming service, is not: nothing is meant.
+    reading = understand("Why is my bill higher, is it my Spotify subscription?", MAIN)
+    assert (reading.intent, reading.subjects, reading.choices) == ("bill_change", (), ())
+    assert understand("what is the streaming one", MAIN).subjects == ("Netflix.com",)
+
+
 def test_a_whole_amount_is_the_exact_line_first_then_the_units_up_to_the_next() -> None:
     assert understand("the 12 euro one", MAIN).subjects == ("City Gym",)  # 12.00, not McDonald's 12.49
     assert understand("the 12.49 one", MAIN).subjects == ("McDonald's",)

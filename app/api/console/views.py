@@ -31,6 +31,8 @@ DRIVER_KIND = {
 FALLBACK_REASON: dict[Rule, str] = {
     "engine_off": "no model is configured",
     "out_of_scope": "the question is out of scope: a polite refusal needs no model",
+    "clarify": "the question could mean several lines: the customer was asked which",
+    "handover": "the conversation was handed to an agent",
     "engine_error": "the engine failed",
     "engine_timeout": "the model took too long",
     "invalid_json": "the model's output was not the expected JSON",
