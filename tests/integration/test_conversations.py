@@ -20,8 +20,10 @@ from app.data import conversations
 from app.data.agents import create_agent
 from app.data.database import autocommit
 from tests.factories import OCT, SEPT, account, customer, document, tx
-from tests.integration.test_chat_api import events, settings, token_for
+from tests.fakes.sglang_server import RunningFake, Script
+from tests.integration.test_chat_api import events, llm_settings, settings, token_for
 from tests.metrics import sample
+from tests.plans import GOOD, GOOD_SHOWN
 from tests.servers import ThreadedServer
 
 AS_OF = "2026-11-10"
@@ -239,3 +241,20 @@ async def test_conversations_past_the_retention_are_purged(
     assert "deleted 1 conversations with no message for 30 days" in result.output
     assert (await old.transcript()).status_code == 404
     assert len((await recent.transcript()).json()["messages"]) == 2
+
+
+async def test_a_follow_ups_prompt_holds_the_question_before_after_the_facts(
+    database_url: str, bank: Any, fake_sglang: RunningFake
+) -> None:
+    fake_sglang.fake.default = Script(text=GOOD)
+    async with AsyncTestClient(app=create_app(llm_settings(fake_sglang), database_url)) as llm:
+        ann = await widget(llm, bank)
+        await ann.say("Why is my bill higher than last month?")
+        why = await ann.say("And why?")
+    assert why["final"]["source"] == "model"
+    assert why["final"]["explanation"] == "About the change in your bill: " + GOOD_SHOWN
+    first, second = (r["text"] for r in fake_sglang.fake.requests)
+    assert "PREVIOUS QUESTION" not in first
+    facts_at = second.index("FACTS\n")
+    assert second.index("PREVIOUS QUESTION\n<<<Why is my bill higher than last month?>>>") > facts_at
+    assert second.endswith("QUESTION\n<<<And why?>>><|im_end|>\n<|im_start|>assistant")

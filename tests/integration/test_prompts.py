@@ -50,10 +50,13 @@ async def test_prefix_is_identical_for_every_customer_of_a_tenant(
                     facts=facts,
                     question=question,
                     chat_template="chatml",
+                    # Every other one a conversation's follow-up: the question before goes after FACTS.
+                    previous_question=QUESTIONS[(i + 1) % len(QUESTIONS)] if i % 2 else None,
                 )
             )
     # One prompt for every locale: the model plans claims, the service says them in the customer's language.
     assert len(rendered) >= 25
+    assert sum("PREVIOUS QUESTION" in p.text for p in rendered) >= 12
     assert len({p.text for p in rendered}) == len(rendered)  # the prompts differ after FACTS...
     prefixes = {p.static_prefix for p in rendered}
     assert len(prefixes) == 1  # ...and not before
