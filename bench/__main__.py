@@ -1,5 +1,6 @@
 """./scripts/dev bench [BENCH] [options], BENCH one of: explain (the default), prefix, priorities, ladder,
-cache, cache-days, cache-replay, chat, overload, shedding, overhead, in-process, workers, statement-size, import.
+cache, cache-days, cache-replay, chat, conversations, overload, shedding, overhead, in-process, workers,
+statement-size, import.
 
 See each module's docstring."""
 
@@ -10,6 +11,7 @@ from bench import (
     cache_days,
     cache_replay,
     chat_stream,
+    conversations,
     explain_load,
     import_load,
     in_process,
@@ -32,6 +34,7 @@ BENCHES = {
     "cache-days": cache_days.main,
     "cache-replay": cache_replay.main,
     "chat": chat_stream.main,
+    "conversations": conversations.main,
     "overload": overload.main,
     "shedding": shedding.main,
     "overhead": overhead.main,
