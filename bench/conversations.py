@@ -14,16 +14,17 @@ seconds), each on its own account with its own session (POST /v1/sessions), and 
 conversation through POST /v1/chat: "Why is my bill higher than last month?", "And why?" (a
 follow-up: the conversation_id the first event gave), "When is it due?", with --think seconds
 (±50%, seeded) between a turn's final event and the next question. Per turn, from sending the
-request: the first words (the first `delta` with text) and the whole answer (`final`), P50/P99,
-turn 3 over turn 1.
+request: the first words (the first `delta` with text), the answer's first words (the first delta
+but a follow-up's "About …: ", which says at once what the question was taken to be) and the whole
+answer (`final`); P50/P99, and turn 3 over turn 1.
 
-Then the handover queue (bench/handover_queue.py), at two levels: the same arrivals, where a
---share of the customers says "I want to speak to a person" as their second turn, and --agents
-signed-in console agents poll GET /console/queue.json every --poll seconds, take the longest
-waiting one (POST …/take), hold it --handling seconds and hand it back. The first number of
---agents keeps up with the handovers, the second does not. The wait from the handover's `turn`
+Then the handover queue (bench/handover_queue.py), at two levels with the same arrivals: a
+--share of the customers (evenly spread) says "I want to speak to a person" as their second turn,
+and --agents signed-in console agents poll GET /console/queue.json every --poll seconds, take the
+longest waiting one (POST …/take), hold it --handling seconds and hand it back. The first number
+of --agents keeps up with the handovers, the second does not. The wait from the handover's `turn`
 event to the agent's successful take (client side), and bill_assistant_handover_wait_seconds
-(server side: its buckets' estimate, and its mean).
+(server side: its buckets' estimate, as histogram_quantile gives it, and its exact mean).
 """
 
 from __future__ import annotations
@@ -236,18 +237,18 @@ def _report_turns(load: Load, rate: float) -> None:
     print("turn 3 / turn 1: " + "; ".join(ratios))
 
 
-def _report_levels(levels: list[Level], rate: float, share: float, handling_s: float) -> None:
+def _report_levels(levels: list[Level], rate: float, share: float, handling_s: float, duration_s: float) -> None:
     print(f"\nhandover queue: conversations at {rate:g}/s, {share:.0%} ask for a person as their second turn,")
     print(f"each agent holds a taken one {handling_s:g} s (one agent serves {1 / handling_s:.2f}/s)")
     print(
-        f"{'agents':>6} {'load':>6} {'handed':>7} {'taken':>6} {'lost':>5}"
+        f"{'agents':>6} {'handed':>7} {'load':>6} {'taken':>6} {'lost':>5}"
         f" {'client P50 s':>13} {'client P99 s':>13} {'server P50 s':>13} {'server P99 s':>13} {'server mean':>12}"
     )
     for lv in levels:
-        load = rate * share * handling_s / lv.agents
+        load = lv.handed / duration_s * handling_s / lv.agents  # of the agents, by the handovers made
         c50, c99 = (percentile(lv.waits_s, q) if lv.waits_s else float("nan") for q in (50, 99))
         print(
-            f"{lv.agents:>6} {load:>6.0%} {lv.handed:>7} {len(lv.waits_s):>6} {lv.lost_takes:>5}"
+            f"{lv.agents:>6} {lv.handed:>7} {load:>6.0%} {len(lv.waits_s):>6} {lv.lost_takes:>5}"
             f" {c50:>13.2f} {c99:>13.2f} {lv.server_p50:>13.2f} {lv.server_p99:>13.2f} {lv.server_mean:>12.2f}"
         )
 
@@ -279,10 +280,10 @@ def main(argv: list[str] | None = None) -> None:
             asyncio.run(open_loop(load, args.rate, args.duration, lambda c, i, r: three_turns(load, c, i, r, TURNS)))
             levels = []
             for n in agents:
-                level = Load(base, key, accounts, args.think, args.seed + n)
+                level = Load(base, key, accounts, args.think, args.seed)  # the same arrivals at each level
 
                 async def talk(c: httpx.AsyncClient, i: int, r: random.Random, lv: Load = level) -> None:
-                    asks = r.random() < args.share
+                    asks = int((i + 1) * args.share) > int(i * args.share)  # evenly spread: the share exactly
                     await three_turns(lv, c, i, r, (TURNS[0], HANDOVER) if asks else TURNS)
 
                 run = open_loop(level, args.rate, args.duration, talk)
@@ -293,4 +294,4 @@ def main(argv: list[str] | None = None) -> None:
         f" think time {args.think:g} s ±50%, seed {args.seed}"
     )
     _report_turns(load, args.rate)
-    _report_levels(levels, args.rate, args.share, args.handling)
+    _report_levels(levels, args.rate, args.share, args.handling, args.duration)
