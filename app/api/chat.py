@@ -13,6 +13,7 @@ from litestar import Controller, Request, get, post
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, FromQuery, JSONBody
 from litestar.response import ServerSentEvent, ServerSentEventMessage
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.answers.messages import Ask
 from app.answers.schemas import ChatRequest, ExplanationRequest
@@ -31,6 +32,14 @@ from app.data.database import autocommit
 from app.domain.conversation import Thread
 from app.domain.understanding import language_of
 from app.errors import NotFound
+
+
+async def _own(conn: AsyncConnection, customer: Customer, conversation_id: uuid.UUID) -> conversations.Conversation:
+    """The customer's own conversation: another customer's is exactly as unknown as a missing one."""
+    found = await conversations.find(conn, customer.principal.tenant_id, conversation_id, customer.customer_ref)
+    if found is None:
+        raise NotFound(f"conversation {conversation_id} not found")
+    return found
 
 
 def _event(name: str, payload: object) -> ServerSentEventMessage:
@@ -64,11 +73,7 @@ class ChatController(Controller):
         conversation = None
         if data.conversation_id is not None:
             async with autocommit(answers.db) as conn:
-                conversation = await conversations.find(
-                    conn, principal.tenant_id, data.conversation_id, customer.customer_ref
-                )
-                if conversation is None:
-                    raise NotFound(f"conversation {data.conversation_id} not found")
+                conversation = await _own(conn, customer, data.conversation_id)
                 if conversation.status != "bot":  # a person answers now: the message is theirs
                     seq = await conversations.append(
                         conn, conversation.id, "customer", data.question, account_ref=data.account_ref
@@ -124,9 +129,7 @@ class ChatController(Controller):
     ) -> ConversationOut:
         classify(request.scope, customer.principal.priority_class, "widget")
         async with autocommit(answer_service(request).db) as conn:
-            found = await conversations.find(conn, customer.principal.tenant_id, conversation_id, customer.customer_ref)
-            if found is None:
-                raise NotFound(f"conversation {conversation_id} not found")
+            found = await _own(conn, customer, conversation_id)
             messages = await conversations.messages(conn, conversation_id)
         return ConversationOut(
             conversation_id=found.id, status=found.status, agent_name=found.agent_name, messages=messages
@@ -147,8 +150,7 @@ class ChatController(Controller):
     ) -> ServerSentEvent:
         db, tenant_id = answer_service(request).db, customer.principal.tenant_id
         async with autocommit(db) as conn:  # a 404 before the stream starts
-            if await conversations.find(conn, tenant_id, conversation_id, customer.customer_ref) is None:
-                raise NotFound(f"conversation {conversation_id} not found")
+            await _own(conn, customer, conversation_id)
         return feed(request, db, tenant_id, conversation_id, after, customer.customer_ref)
 
     @get("/accounts", summary="The customer's accounts, for the widget's account picker", **ACCOUNTS_ROUTE)
