@@ -11,6 +11,9 @@ import re
 
 from app.domain.vocabulary import Intent
 
+# "pay to clear the balance", "paid for it": a verb after "pay to" is a purpose, not a merchant.
+_TO_VERB = r"(?:clear|avoid|settle|cover|get|keep|stop|bring|reduce|close|make|be|have|not|pay|finish|zero)\b"
+
 # Intent signals in precedence order: inside one clause the first that matches decides. Requests
 # nobody here may serve come first; fees before payment ("late payment fee"); a comparison before
 # payment ("why do I owe more although I paid"); a payment *to a merchant* is a charge.
@@ -26,6 +29,14 @@ SIGNALS: tuple[tuple[Intent, re.Pattern[str]], ...] = (
             r"|open\s+an\s+account|balance\s+transfer|instal+ments?|overdraft|complain\w*|complaint)\b"
             r"|额度|提额|贷款|借钱|借款|房贷|车贷|密码|登录|登陆|地址|手机号|天气|投资|理财|基金|股票|比特币|挂失|卡丢"
             r"|被盗|冻结|锁卡|注销|销户|换卡|补卡|积分|里程|返现|保险|汇率|笑话|你是谁|机器人|真人吗|开户|分期|取现|投诉"
+        ),
+    ),
+    # Paying so as to avoid a fee asks about the payment ("the minimum to pay to avoid a late fee").
+    (
+        "payment",
+        re.compile(
+            r"\b(?:pay|paid|payment|repay\w*|minimum|min)\b.*\b(?:avoid\w*|so\s+(?:i|that\s+i)\s+(?:don'?t|do\s+not|won'?t))\b"
+            r".*\b(?:fees?|interest|penalt(?:y|ies)|charges?)\b|还.*(?:避免|以免|免得|才不会|才能不|不会产生).*(?:费|利息|滞纳金|罚息)"
         ),
     ),
     (
@@ -48,7 +59,9 @@ SIGNALS: tuple[tuple[Intent, re.Pattern[str]], ...] = (
     (
         "charge",
         re.compile(
-            r"\b(?:payment|paid|pay|paying)\s+(?:to|at|for)\s+(?!you|the\s+bank|my\s+(?:bill|card|account)|it\b)"
+            r"\b(?:payment|paid|pay|paying)\s+(?:to|at|for)\s+(?!you|the\s+bank|my\s+(?:bill|card|account)|it\b|"
+            + _TO_VERB
+            + r")"
             r"|\b(?:don'?t|do\s+not|not|never)\s+(?:recogni[sz]e|know|remember)|\bunknown\b|\bnever\s+(?:made|bought|signed)"
             r"|\bdidn'?t\s+(?:make|buy|order|sign)|\bwho\s+is\b|\bwtf\s+is|\bcharged\s+twice|\bdouble\s+charged"
             r"|不认识|没印象|没买过|不是我|谁扣|哪家"
@@ -59,7 +72,8 @@ SIGNALS: tuple[tuple[Intent, re.Pattern[str]], ...] = (
         re.compile(
             r"\b(?:pay|paid|payment|payments|paymnet|pyment|pymt|repay\w*|due|overdue|minimum|min|arrived?|arrives"
             r"|received?|recieved?|recieve|went\s+through|go\s+through|gone\s+through|credited|deadline|autopay"
-            r"|direct\s+debit|transfer(?:red)?|unpaid|(?:get|got|receive)\s+my\s+money|sent)\b"
+            r"|direct\s+debit|transfer(?:red)?|unpaid|(?:get|got|receive)\s+my\s+money|sent|settle[ds]?"
+            r"|clear(?:ed|ing)?\s+(?:off\s+)?(?:the\s+|my\s+)?(?:whole\s+|full\s+|entire\s+)?(?:balance|bill|debt|card|it))\b"
             r"|还款|还钱|要还|哪天还|几号还|什么时候还|还了|已还|未还|还清|还多少|最少还|最低还|最晚|最迟|到账|到期|逾期"
             r"|缴费|付款|收到|截止|转账|钱到|还的钱|没到|到了吗|到了没"
         ),
@@ -88,7 +102,8 @@ CLAUSE = re.compile(r"[?!;\n。！；，]+|[.,](?!\d)|\b(?:and|also|plus|but)\b|
 HANDOVER = re.compile(
     r"\b(?:speak|talk|chat|connect|transfer|put|get|want|need|give|let)\b.*\b(?:human|humans|person|people|agent"
     r"|representative|rep|operator|someone|somebody|staff|advisor|adviser|manager|supervisor)\b"
-    r"|^\W*(?:human|agent|operator|representative|live\s+chat)\W*$|\b(?:real|live|actual)\s+(?:person|human|agent)\b"
+    r"|^\W*(?:(?:please|pls|plz)\s+)?(?:an?\s+)?(?:human|agent|operator|representative|live\s+chat)"
+    r"(?:\W+(?:please|pls|plz|now|asap|thanks|thx))*\W*$|\b(?:real|live|actual)\s+(?:person|human|agent)\b"
     r"|人工(?!智能)|真人|找客服|联系客服|转客服|客服人员|转接"
 )
 # Asking about the assistant, or declining a person, is not asking for one.
@@ -106,9 +121,14 @@ ACKNOWLEDGEMENT = re.compile(
 # A question that only makes sense after another: it takes its intent and subjects from the context.
 ELLIPTICAL = re.compile(
     r"\b(?:why|how\s+come|and|really|anything\s+else|what\s+else|any\s+others?|is\s+that\s+(?:it|all|the\s+only)"
-    r"|only\s+reason|explain|details?|tell\s+me\s+more|go\s+on|what\s+about|how\s+about)\b"
-    r"|为什么|为啥|怎么回事|还有别的|还有吗|还有其他|别的呢|就这个|就这些|只有这个|详细|具体|说说|呢\W*$"
+    r"|only\s+reason|explain|details?|tell\s+me\s+more|go\s+on|what\s+about|how\s+about"
+    r"|avoid\w*|waive[ds]?|get\s+rid\s+of|prevent)\b"
+    r"|为什么|为啥|怎么回事|还有别的|还有吗|还有其他|别的呢|就这个|就这些|只有这个|详细|具体|说说|免|避免|呢\W*$"
 )
+# "and the interest?", "那年费呢", "and the minimum?": the question goes on from the previous turn.
+CONTINUATION = re.compile(r"^\W*(?:and|so|then|what\s+about|how\s+about)\b|^\W*那|呢\W*$")
+# "the other coffee one", "另一笔咖啡": of the lines a mention fits, the one the context was not about.
+OTHER = re.compile(r"\b(?:other|another)\b|另一|另外一|别的")
 # Words that point back at what the previous turn was about.
 ANAPHOR = re.compile(r"\b(?:it|that|this|those|these|them|they)\b|它|这笔|那笔|这个|那个|这些|那些")
 # "what about last month?": the same question about the statement before.
@@ -120,13 +140,20 @@ PREVIOUS_ASK = re.compile(r"\b(?:what|how)\s+about\b|^(?:\W|and|for|the|so)*$|\b
 # Amounts that point at a line ("the 12 euro one", "12.00 那笔", "那笔12块的"), not at a difference
 # ("my bill is 12 higher", "账单多了12元"): a number counts only next to such a marker.
 _UNIT = r"(?:euros?|eur|dollars?|bucks|quid|pounds?|usd|gbp|rmb|yuan|元|块钱?|欧元?|美元)?"
-_NUMBER = r"[$€£¥]?\s*(\d{1,7}(?:[.,]\d{1,2})?)\s*" + _UNIT
+_NUMBER = r"[$€£¥]?\s*(\d{1,7}(?:[.,]\d{1,2})?)\s*" + _UNIT + r"(?![a-z0-9])"  # not "the 3rd"
 AMOUNT_REFERENCES = (
     re.compile(r"\b(?:the|that|this|a|an|of|for)\s+" + _NUMBER),
     re.compile(_NUMBER + r"\s*(?:one|charge|transaction|purchase|payment|debit|thing)\b"),
     re.compile(_NUMBER + r"\s*的?\s*(?:那笔|这笔|那个|这个|是什么|是啥|扣款|消费|呢)"),
     re.compile(r"(?:那笔|这笔|那个|这个|笔)\s*" + _NUMBER),
+    re.compile(r"^\W*" + _NUMBER + r"\s*\?+\W*$"),  # "1299???" asks about that amount; a bare "12.00" does not
 )
+# A kind of line named by its kind ("why am I paying interest", "all these fees"): every line of that
+# kind, when no line of it is named otherwise ("the late fee" is that one only).
+KINDS: dict[str, re.Pattern[str]] = {
+    "interest": re.compile(r"\b(?:interest|intrest|interst|intrst)\b|利息"),
+    "fee": re.compile(r"\bfees?\b|费用"),
+}
 
 # Small and reviewed: category -> (words a customer uses, words found in the labels of that kind).
 CATEGORIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {

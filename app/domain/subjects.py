@@ -10,6 +10,9 @@ ambiguous name ("the 12 euro cafe one"), or stands alone ("the 12 euro one").
 Amounts: a number written with cents matches that amount exactly; a whole number matches the line
 of exactly that many units, or where there is none, the lines from it up to the next unit ("the 12
 euro one" is the 12.00 line if there is one, else a 12.49 one).
+
+A kind named by its kind word ("interest", "fees", 利息) is every line of that kind, unless a line of
+that kind is named otherwise ("the late fee" is that one only).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import NamedTuple
 
-from app.domain.lexicon import AMOUNT_REFERENCES, CATEGORIES
+from app.domain.lexicon import AMOUNT_REFERENCES, CATEGORIES, KINDS
 
 # Words of a label that say nothing about which line it is.
 _GENERIC = frozenset(
@@ -145,6 +148,12 @@ def match(text: str, lines: Sequence[Line]) -> Matched:
             ambiguous.append(fits)
     resolved.update(*(a for a in ambiguous if len(a) == 1))
     ambiguous = [a for a in ambiguous if not a & resolved]
+    # "why am I paying interest", "all these fees": every line of that kind, unless one is named otherwise.
+    taken = resolved.union(*ambiguous)
+    for kind, pattern in KINDS.items():
+        of_kind = {line.label for line in candidates if line.kind == kind}
+        if of_kind and not of_kind & taken and pattern.search(text):
+            resolved |= of_kind
     order = {line.label: i for i, line in reversed(list(enumerate(lines)))}
     if resolved:
         return Matched(tuple(sorted(resolved, key=order.__getitem__)), ())

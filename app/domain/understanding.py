@@ -103,18 +103,29 @@ def understand(question: str, lines: Sequence[Line], context: Context | None = N
     )
     body = lexicon.PREVIOUS.sub(" ", text) if previous else text
     intent = asked(body)
+    if context is not None and choices and lexicon.OTHER.search(text):
+        # "and the other coffee one?": of the lines it fits, those the previous turn was not about.
+        rest = tuple(label for label in choices if label not in context.subjects)
+        if len(rest) == 1:
+            subjects, choices = rest, ()
+        elif 1 < len(rest) < len(choices):
+            choices = rest
     named = subjects or choices
     followup = previous
     if context is not None and not named and language is not None:
         if intent is None and (previous or lexicon.ELLIPTICAL.search(body)):
             intent, subjects, followup = context.intent, context.subjects, True
-        elif intent is not None and (previous or lexicon.ANAPHOR.search(body)):
+        elif intent is not None and (previous or lexicon.ANAPHOR.search(body) or lexicon.CONTINUATION.search(body)):
             followup = True
             subjects = context.subjects if intent == context.intent else ()
-    elif context is not None and intent is None:
-        followup = True  # "the gym one?": the conversation goes on, about another line
+    elif context is not None and (
+        intent is None or lexicon.CONTINUATION.search(body) or lexicon.ELLIPTICAL.search(body)
+    ):
+        followup = True  # "the gym one?", "健身那笔呢？": the conversation goes on, about another line
     if named and intent in (None, "bill_change"):
         intent = _line_intent(named[0], lines)
+    elif subjects and intent == "charge" and all(_line_intent(s, lines) == "fees_interest" for s in subjects):
+        intent = "fees_interest"  # "3.12 charge what is it", "18.6是啥": a fee or interest line, by its kind
     if intent is None:
         return Reading("out_of_scope", (), language, False, False, (), False)
     return Reading(intent, subjects, language, followup, False, choices, True, previous)

@@ -27,9 +27,20 @@ def test_intent_accuracy_overall_per_intent_and_per_locale() -> None:
         assert result.accuracy(key) >= 0.95, key
 
 
+def test_the_blind_set_keeps_its_bars() -> None:
+    """The blind set (tests/data/understanding_blind.jsonl) scored 92.5% blind; its misses were then
+    fixed (rules) or relabelled (house rules, docs/understanding.md), so it is tuning data now, held
+    at what it scores after that: 120 of 120. The held-out measure is a second blind set."""
+    result = score(load("blind"))
+    assert len(load("blind")) >= 120
+    assert result.accuracy("all") >= 1.0
+    for key in [*INTENTS, "en", "zh-CN"]:
+        assert result.accuracy(key) >= 1.0, key
+
+
 @pytest.mark.parametrize("part", list(PARTS))
 def test_the_stated_fields_are_read_right(part: str) -> None:
-    """Subjects, choices, language and handover exactly where stated; follow-ups on 85% (held-out: 17 of 20)."""
+    """Subjects, choices, language and handover exactly where stated; follow-ups on 85%."""
     fields = score(load(part)).fields
     for field in ("subjects", "choices", "language", "handover", "previous_period"):
         right, stated = fields[field]
