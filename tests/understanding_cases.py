@@ -24,6 +24,8 @@ PARTS = {
     "tuned": DATA / "understanding.jsonl",
     "held-out": DATA / "understanding_heldout.jsonl",
     "blind": DATA / "understanding_blind.jsonl",  # measured blind once (docs/understanding.md), now tuned
+    # Written by another author who saw neither the rules nor any case; never tuned against.
+    "blind2": DATA / "understanding_blind2.jsonl",
 }
 STATEMENTS: dict[str, list[Line]] = {
     name: [Line(label, kind, Decimal(amount)) for label, kind, amount in rows]

@@ -27,6 +27,16 @@ def test_intent_accuracy_overall_per_intent_and_per_locale() -> None:
         assert result.accuracy(key) >= 0.95, key
 
 
+def test_the_second_blind_set_as_measured() -> None:
+    """The held-out measure (docs/understanding.md): 97 of 100 when first measured, rules untouched
+    since. A regression guard at that level, never a target to tune to: its misses stay documented."""
+    result = score(load("blind2"))
+    assert len(load("blind2")) >= 100
+    assert result.accuracy("all") >= 0.97
+    assert result.fields["handover"] == (100, 100)
+    assert result.fields["language"] == (100, 100)
+
+
 def test_the_blind_set_keeps_its_bars() -> None:
     """The blind set (tests/data/understanding_blind.jsonl) scored 92.5% blind; its misses were then
     fixed (rules) or relabelled (house rules, docs/understanding.md), so it is tuning data now, held
@@ -38,7 +48,7 @@ def test_the_blind_set_keeps_its_bars() -> None:
         assert result.accuracy(key) >= 1.0, key
 
 
-@pytest.mark.parametrize("part", list(PARTS))
+@pytest.mark.parametrize("part", [part for part in PARTS if part != "blind2"])  # blind2: measured, not a target
 def test_the_stated_fields_are_read_right(part: str) -> None:
     """Subjects, choices, language and handover exactly where stated; follow-ups on 85%."""
     fields = score(load(part)).fields
