@@ -38,7 +38,6 @@ class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     account_ref: str | None = None
     answer_id: uuid.UUID | None = None
     facts: dict[str, Any] | None = None
-    context: dict[str, Any] | None = None
     choices: list[str] | None = None
     agent_name: str | None = None
 
@@ -136,8 +135,8 @@ async def messages(conn: AsyncConnection, conversation_id: uuid.UUID, after: int
     rows = (
         await conn.execute(
             text(
-                "SELECT m.seq, m.role, m.text, m.created_at, m.account_ref, m.answer_id, m.facts, m.context,"
-                " m.choices, a.display_name AS agent_name"
+                "SELECT m.seq, m.role, m.text, m.created_at, m.account_ref, m.answer_id, m.facts, m.choices,"
+                " a.display_name AS agent_name"
                 " FROM conversation_messages m LEFT JOIN agents a ON a.id = m.agent_id"
                 " WHERE m.conversation_id = :id AND m.seq > :after ORDER BY m.seq"
             ),
