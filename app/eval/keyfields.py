@@ -217,7 +217,8 @@ def driver_findings(text: str, facts: BillFacts, intent: Intent, known: Iterable
     drivers = {d.label for d in facts.drivers if d.label}
     allowed = drivers if intent == "bill_change" else drivers | facts.labels
     lowered = text.lower()
-    return sorted(name for name in known if name.lower() in lowered and name not in allowed)
+    # An empty label (an interest or payment line has none) is in every text: never a name.
+    return sorted(name for name in known if name and name.lower() in lowered and name not in allowed)
 
 
 def key_field_errors(text: str, facts: BillFacts, intent: Intent, *, known: Iterable[str]) -> list[Finding]:

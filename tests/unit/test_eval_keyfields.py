@@ -68,5 +68,9 @@ def test_drivers_named_must_be_drivers() -> None:
     assert errors(HIGHER_EN, "The bill is higher because of City Gym.") == []
     assert errors(HIGHER_EN, "The bill is higher because of Netflix.") == [("wrong_driver", "Netflix")]
     assert errors(HIGHER_EN, "The bill is higher because of Delta.") == [("wrong_driver", "Delta")]
+    # The labels of other statements (`ab` knows every facts' labels) may hold an empty one.
+    c = CASES[HIGHER_EN]
+    text = "The largest change is balance carried over after your payments."
+    assert key_field_errors(text, c.facts, c.intent, known={"", *KNOWN}) == []
     # For a question about a charge, any transaction on the statement may be named.
     assert errors("G-EUR-1/2026-11-05/en/charge", "Netflix and City Gym are on this statement.") == []
