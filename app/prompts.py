@@ -60,6 +60,16 @@ def template_version(root: Any = PROMPTS_DIR) -> str:
 PROMPT_VERSION = template_version()
 
 
+@functools.lru_cache(maxsize=256)
+def answer_version(policy: TenantPolicy) -> str:
+    """The version an answer is made under: the templates', and a tenant's own answer policy where it
+    has one (so an answer made under another policy is never served from the cache)."""
+    if not policy.answers:
+        return PROMPT_VERSION
+    rules = msgspec.json.encode(sorted(policy.answers.items())).decode()
+    return hashlib.sha256(f"{PROMPT_VERSION}\0{rules}".encode()).hexdigest()[:12]
+
+
 class RenderedPrompt(msgspec.Struct, frozen=True, kw_only=True):
     text: str
     static_prefix: str  # everything before FACTS: the same for every customer of the tenant

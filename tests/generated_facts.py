@@ -12,9 +12,10 @@ from collections.abc import Iterator
 from datetime import date, timedelta
 from decimal import Decimal
 
+from app.domain.claims import CLAIM_TYPES, Claim, decode_claim
 from app.domain.facts import BillFacts, compute_facts
 from app.domain.money import ZERO, cents, signed
-from app.domain.plan import CLAIM_TYPES, Claim, PlanCheck, decode_claim
+from app.domain.plan import PlanCheck
 from app.domain.records import AccountHistory, Line, Period
 from app.domain.slots import MAX_DRIVERS, items
 from app.domain.vocabulary import Intent

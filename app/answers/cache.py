@@ -23,11 +23,15 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.answers.messages import Turn
+from app.domain.answer_policy import required_claims
+from app.domain.conversation import statement_lines
 from app.domain.facts import facts_digest
 from app.domain.intents import CANONICAL_QUESTIONS
+from app.domain.plan import same_claim
+from app.domain.understanding import understand
 from app.domain.vocabulary import Intent, Locale
 from app.inference.engine import Engine
-from app.prompts import PROMPT_VERSION
+from app.prompts import answer_version
 
 CACHEABLE_INTENTS: frozenset[Intent] = frozenset(CANONICAL_QUESTIONS)
 
@@ -75,6 +79,16 @@ def hit_values(turn: Turn, key: CacheKey) -> dict[str, object]:
     }
 
 
+def _covered(turn: Turn) -> bool:
+    """Whether the canonical answer says everything this question requires (app/domain/answer_policy.py):
+    a two-part question, or one that asks for more than the canonical question ("how much is still to
+    pay?"), needs its own answer."""
+    facts, rules = turn.facts, turn.ask.principal.policy.answers
+    canonical = understand(CANONICAL_QUESTIONS[turn.intent][turn.locale], statement_lines(facts))
+    given = required_claims(facts, canonical, rules=rules)
+    return all(any(same_claim(c, g) for g in given) for c in required_claims(facts, turn.reading, rules=rules))
+
+
 def key(turn: Turn, llm: Engine | None) -> CacheKey | None:
     """Where a canonical answer to this turn is kept."""
     reading = turn.reading
@@ -82,12 +96,14 @@ def key(turn: Turn, llm: Engine | None) -> CacheKey | None:
         return None
     if reading.subjects or reading.choices or reading.followup:  # not the canonical question
         return None
+    if not _covered(turn):
+        return None
     return CacheKey(
         tenant_id=turn.ask.principal.tenant_id,
         statement_id=turn.facts.statement.id,
         facts_digest=facts_digest(turn.facts),
         intent=turn.intent,
         locale=turn.locale,
-        prompt_version=PROMPT_VERSION,
+        prompt_version=answer_version(turn.ask.principal.policy),
         engine_profile=llm.profile,
     )

@@ -13,25 +13,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import NamedTuple
 
 import msgspec
 
 from app.answers.plan_stream import ClaimSplitter
 from app.answers.realize import Realizer
-from app.answers.schemas import Usage
-from app.domain.facts import BillFacts
-from app.domain.intents import mentioned
-from app.domain.plan import AnyClaim, Claim, Plan, PlanCheck, decode_claim, ordered
-from app.domain.plan_schema import plan_grammar, plan_schema
-from app.domain.policy import TenantPolicy
+from app.answers.schemas import SaidClaim, Usage
+from app.domain.claims import AnyClaim, Plan, decode_claim
+from app.domain.plan import PlanCheck
 from app.domain.reasons import Reason
-from app.domain.vocabulary import ChatTemplate, Intent, Locale, PromptLayout
 from app.errors import EngineError
 from app.inference.drain import Drain
 from app.inference.engine import Engine, Event, Finished, GenerationRequest, TextDelta
 from app.metrics import CACHED_TOKENS_BY, COMPLETION_TOKENS_BY, PROMPT_TOKENS_BY, SPEC_ACCEPT_RATE
-from app.prompts import render_prompt
+from app.prompts import JOINERS
 from app.timing import Stopwatch
 
 ABORT_WAIT_S = 1.0  # how long an aborted engine request may take to report its tokens
@@ -39,6 +34,7 @@ ABORT_WAIT_S = 1.0  # how long an aborted engine request may take to report its 
 
 class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     text: str | None  # the accepted plan, said; None when there is none
+    claims: list[SaidClaim] | None = None  # the claims said, resolved (with `text`)
     reason: Reason | None  # why there is none: the engine's failure, or the check the plan failed
     plan: list[AnyClaim] | None  # the claims the model wrote, as far as they could be read
     usage: Usage | None
@@ -57,56 +53,6 @@ class _Expired(Exception):
 _PRODUCERS: set[asyncio.Task[None]] = set()
 
 
-class PlanJob(NamedTuple):
-    """What one plan is asked and checked with: the engine request, the check, the realizer."""
-
-    request: GenerationRequest
-    check: PlanCheck
-    realizer: Realizer
-
-
-def plan_job(
-    *,
-    facts: BillFacts,
-    intent: Intent,
-    question: str,
-    locale: Locale,
-    policy: TenantPolicy,
-    chat_template: ChatTemplate,
-    request_id: str,
-    priority: int,
-    max_tokens: int,
-    layout: PromptLayout = "static",
-    focus: set[str] | None = None,
-    previous_question: str | None = None,
-) -> PlanJob:
-    """The plan prompt for this question, decoded under the form of the plans these facts allow; the
-    service and the eval both ask the model through here. `focus`: the labels the question is about
-    (default: those it names); `previous_question`: a conversation's question before this one."""
-    check = PlanCheck(facts, intent, mentioned(question, facts.labels) if focus is None else focus)
-    prompt = render_prompt(
-        policy=policy,
-        intent=intent,
-        facts=facts,
-        question=question,
-        previous_question=previous_question,
-        chat_template=chat_template,
-        focus=check.focus,
-        layout=layout,
-    )
-    allowed = check.allowed()
-    request = GenerationRequest(
-        request_id=request_id,
-        prompt=prompt.text,
-        max_tokens=max_tokens,
-        stop=prompt.stop,
-        json_schema=plan_schema(allowed),
-        grammar=plan_grammar(allowed),
-        priority=priority,
-    )
-    return PlanJob(request=request, check=check, realizer=Realizer(facts, locale))
-
-
 async def generate(
     engine: Engine,
     request: GenerationRequest,
@@ -117,37 +63,46 @@ async def generate(
     stopwatch: Stopwatch,
     drain: Drain | None = None,
     tenant: str | None = None,
+    prefill: str = "",
 ) -> AsyncGenerator[str | Outcome, None]:
-    """The answer's text claim by claim, each only once checked, then exactly one Outcome. Counts
-    the engine's tokens under `tenant` (when given)."""
+    """The answer's text claim by claim, each only once checked, then exactly one Outcome. The
+    claims of `prefill` (the plan's beginning the engine continues) are said first, before the engine
+    is asked: the customer reads them while it prefills. Counts the engine's tokens under `tenant`
+    (when given)."""
     splitter = ClaimSplitter()
     accepted: list[AnyClaim] = []
-    said: list[Claim] = []
+    said: list[SaidClaim] = []
     pieces: list[str] = []
-    reason: Reason | None = None
     end: Finished | Reason | None = None
-    output: list[str] = []
-    raw = _engine_text(engine, request, timeout_s=timeout_s, stopwatch=stopwatch, drain=drain)
-    async with contextlib.aclosing(raw):  # however this ends, an unfinished engine request is aborted
-        async for item in raw:
-            if not isinstance(item, str):
-                end = item
-                break
-            output.append(item)
-            with stopwatch.stage("validate"):
-                released, reason = _release(splitter.feed(item), accepted, said, check, realizer)
-            for text in released:
-                pieces.append(text)
-                yield text
-            if reason is not None:  # stop here: the failed claim is never said
-                await engine.abort(request.request_id)
-                end = await _after_abort(raw)
-                break
+    output: list[str] = [prefill]
+    with stopwatch.stage("validate"):
+        released, reason = _release(splitter.feed(prefill), accepted, said, check, realizer)
+    for text in released:
+        pieces.append(text)
+        yield text
+    if reason is None:  # the required claims were said: the engine adds the model's own
+        raw = _engine_text(engine, request, timeout_s=timeout_s, stopwatch=stopwatch, drain=drain)
+        async with contextlib.aclosing(raw):  # however this ends, an unfinished engine request is aborted
+            async for item in raw:
+                if not isinstance(item, str):
+                    end = item
+                    break
+                output.append(item)
+                with stopwatch.stage("validate"):
+                    released, reason = _release(splitter.feed(item), accepted, said, check, realizer)
+                for text in released:
+                    pieces.append(text)
+                    yield text
+                if reason is not None:  # stop here: the failed claim is never said
+                    await engine.abort(request.request_id)
+                    end = await _after_abort(raw)
+                    break
     final = end if isinstance(end, Finished) else None
     if reason is None:
         reason = end if isinstance(end, Reason) else _plan_reason(final, "".join(output), check)
     outcome = Outcome(
         text="".join(pieces) if reason is None else None,
+        claims=said if reason is None else None,
         reason=reason,
         plan=accepted,
         # llama.cpp reports no tokens for a request stopped early: unknown, not 0
@@ -160,7 +115,7 @@ async def generate(
 
 
 def _release(
-    objects: list[str], accepted: list[AnyClaim], said: list[Claim], check: PlanCheck, realizer: Realizer
+    objects: list[str], accepted: list[AnyClaim], said: list[SaidClaim], check: PlanCheck, realizer: Realizer
 ) -> tuple[list[str], Reason | None]:
     """Checks the claims these JSON objects hold (adding them to `accepted`) and says those that may
     be said now (adding them to `said`): the texts, and the reason of the first that failed."""
@@ -175,12 +130,12 @@ def _release(
             return released, reason
         if not check.ready():
             continue  # held until the plan holds what its intent needs: the lead is said first
-        for next_claim in ordered(check.seen, check.intent)[len(said) :]:
-            sentence, reason = realizer.say(next_claim, said[-1] if said else None)
-            if reason is not None:
+        for next_claim in check.to_say()[len(said) :]:
+            resolved, reason = realizer.resolve(next_claim, said[-1].claim if said else None)
+            if resolved is None:
                 return released, reason
-            said.append(next_claim)
-            released.append(sentence)
+            said.append(resolved)
+            released.append((JOINERS[realizer.locale] if len(said) > 1 else "") + resolved.text)
     return released, None
 
 

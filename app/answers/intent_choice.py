@@ -52,7 +52,7 @@ async def settle_intent(llm: Engine | None, turn: Turn, settings: Settings) -> T
     )
     if chosen is None or chosen == reading.intent:
         return turn
-    return dataclasses.replace(turn, reading=dataclasses.replace(reading, intent=chosen))
+    return dataclasses.replace(turn, reading=dataclasses.replace(reading, intent=chosen, intents=(chosen,)))
 
 
 async def choose_intent(

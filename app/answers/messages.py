@@ -16,19 +16,20 @@ from app.answers.schemas import (
     ExplanationRequest,
     ExplanationResponse,
     PaymentOut,
+    SaidClaim,
     StatementOut,
     TotalsOut,
     Usage,
 )
 from app.data.tenants import Principal
+from app.domain.claims import AnyClaim
 from app.domain.conversation import Thread
 from app.domain.facts import BillFacts
-from app.domain.plan import AnyClaim
 from app.domain.reasons import Reason
 from app.domain.records import AccountHistory
 from app.domain.understanding import Reading
 from app.domain.vocabulary import Channel, HandoverReason, Intent, Locale, Origin, Source
-from app.prompts import PROMPT_VERSION
+from app.prompts import answer_version
 from app.timing import Stopwatch
 
 
@@ -112,6 +113,7 @@ def respond(
     model: str | None,
     usage: Usage | None,
     plan: list[AnyClaim] | None = None,
+    claims: list[SaidClaim] | None = None,
     choices: list[str] | None = None,
     handover: HandoverReason | None = None,
 ) -> ExplanationResponse:
@@ -137,11 +139,12 @@ def respond(
         locale=turn.locale,
         source=source,
         intent=turn.intent,
-        prompt_version=PROMPT_VERSION,
+        prompt_version=answer_version(turn.ask.principal.policy),
         timings_ms={},  # the audit fills them in, as the answer is returned
         model=model,
         usage=usage,
         plan=plan,
+        claims=claims,
         subjects=list(turn.reading.subjects) or None,
         choices=choices,
         handover=handover,

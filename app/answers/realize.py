@@ -6,10 +6,12 @@ realized sentence, as a second line behind the plan check (app/domain/plan.py)."
 
 from __future__ import annotations
 
+from app.answers.schemas import SaidClaim
+from app.domain.claims import Claim, Transaction, kind_of
 from app.domain.facts import BillFacts
-from app.domain.plan import Claim, Transaction, fee_items, kind_of
+from app.domain.plan import fee_items
 from app.domain.reasons import Reason
-from app.domain.slots import fill, items
+from app.domain.slots import SLOT, Slot, fill, items
 from app.domain.validation import Contract, check_sentence
 from app.domain.vocabulary import Locale
 from app.prompts import JOINERS, SlotValues, claim_wordings
@@ -35,11 +37,35 @@ class Realizer:
 
     def say(self, claim: Claim, prev: Claim | None) -> tuple[str, Reason | None]:
         """The claim as the customer reads it (joined to what came before), or why it may not be said."""
+        said, reason = self.resolve(claim, prev)
+        if said is None:
+            return "", reason
+        joiner = JOINERS[self.locale]
+        return (joiner + said.text) if prev is not None else said.text, None
+
+    def resolve(self, claim: Claim, prev: Claim | None) -> tuple[SaidClaim | None, Reason | None]:
+        """The claim said: its sentences and the facts they state by name, for a system that uses the
+        facts without reading the text (a CRM note); or why it may not be said."""
         sentences = self.slotted(claim, prev)
         for sentence in sentences:
             verdict = check_sentence(sentence, self.contract, self.locale)
             if verdict.reason is not None:
-                return "", verdict.reason
-        joiner = JOINERS[self.locale]
-        text = joiner.join(fill(sentence, self.values) for sentence in sentences)
-        return (joiner + text) if prev is not None else text, None
+                return None, verdict.reason
+        names = dict.fromkeys(m.group(1) for sentence in sentences for m in SLOT.finditer(sentence))
+        text = JOINERS[self.locale].join(fill(sentence, self.values) for sentence in sentences)
+        values = {name: self._value(self.values.slots[name]) for name in names}
+        return SaidClaim(claim=claim, values=values, text=text), None  # type: ignore[arg-type]
+
+    def _value(self, slot: Slot) -> str:
+        """A slot's fact as data: amounts as decimal strings (as they moved the balance; a payment as
+        paid), dates in ISO form, the status, labels as on the statement."""
+        if slot.kind == "money" and slot.money is not None:
+            return str(-slot.money if slot.role == "payment" else slot.money)
+        if slot.day is not None:
+            return slot.day.isoformat()
+        if slot.kind == "status":
+            return self.facts.payment.status
+        if slot.role == "driver":
+            driver = self.facts.drivers[slot.index - 1]
+            return driver.label or driver.kind
+        return self._items[slot.index - 1].label

@@ -9,8 +9,8 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from app.domain.claims import AnyClaim
 from app.domain.facts import Driver, PaymentStatus
-from app.domain.plan import AnyClaim
 from app.domain.vocabulary import HandoverReason, Intent, Locale, Source
 
 # A customer's or an account's ref: no control character at all (Postgres cannot even hold NUL in
@@ -91,6 +91,17 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
     completion_tokens: int
 
 
+class SaidClaim(msgspec.Struct, frozen=True, kw_only=True):
+    """One claim of the answer as it was said: what it is, the facts it states, its sentences."""
+
+    claim: AnyClaim  # the claim's type (`claim`) and arguments, as in the plan
+    # The facts it states, by their names in the answer's facts (`minimum_due`, `due_date`,
+    # `driver_1`, `driver_1_amount`, `item_2_date`, `status`, ...): amounts as decimal strings, signed
+    # as they moved the balance (a payment as paid), dates in ISO form, labels as on the statement.
+    values: dict[str, str]
+    text: str  # the sentences it produced, in the answer's language
+
+
 class ExplanationResponse(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
     answer_id: str
     account_ref: str
@@ -110,6 +121,9 @@ class ExplanationResponse(msgspec.Struct, frozen=True, omit_defaults=True, kw_on
     # The claims the model planned, as checked (app/domain/plan.py): what a model answer says, or
     # the plan that was refused (the reason is in the audit row).
     plan: list[AnyClaim] | None = None
+    # What the served answer says, claim by claim, resolved against the facts (absent for a
+    # deterministic answer): the model's answer, or a cached one.
+    claims: list[SaidClaim] | None = None
     # The statement lines (merchants, fees) the question was taken to be about: named, or, in a
     # conversation, taken from the turn before.
     subjects: list[str] | None = None

@@ -24,11 +24,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.answers import cache
 from app.answers.cache import CacheKey
-from app.answers.generation import Outcome, generate, plan_job
+from app.answers.generation import Outcome, generate
 from app.answers.intent_choice import settle_intent
 from app.answers.messages import Ask, ChatEvent, Delta, Facts, Final, Replace, Turn, final_answer, respond
+from app.answers.planning import plan_job
 from app.answers.schemas import ExplanationRequest, ExplanationResponse
-from app.answers.turns import asks_model, read_turn, step_of, took_of, unasked_rule
+from app.answers.turns import asks_model, read_turn, said_before, step_of, took_of, unasked_rule
 from app.data.audit import AuditRow, record_answer, serve_cached
 from app.data.database import autocommit, driver_options
 from app.data.driver_pool import DriverPool
@@ -188,8 +189,7 @@ class AnswerService:
             log.exception("canonical answer failed", tenant=ask.principal.tenant_slug, account=ask.request.account_ref)
 
     def _deterministic(self, turn: Turn) -> str:
-        """The answer served when the model is not asked or fails: rendered from the facts alone
-        (a conversation's clarifying question or handover notice too)."""
+        """The answer served when the model is not asked or fails, from the facts alone (or a clarifying question, a handover)."""
         with turn.ask.stopwatch.stage("explain"):
             step, reading, policy = step_of(turn), turn.reading, turn.ask.principal.policy
             if step == "clarify":
@@ -210,6 +210,8 @@ class AnswerService:
                 question=ask.request.question,
                 focus=set(turn.reading.subjects) or None,
                 previous_question=ask.thread.previous_question if ask.thread else None,
+                reading=turn.reading,
+                said=said_before(turn),
                 locale=turn.locale,
                 policy=ask.principal.policy,
                 chat_template=self.settings.chat_template,
@@ -227,6 +229,7 @@ class AnswerService:
             stopwatch=ask.stopwatch,
             drain=self.scheduler.drain,
             tenant=ask.principal.tenant_slug,
+            prefill=job.prefill,
         )
 
     async def _conclude(
@@ -235,7 +238,7 @@ class AnswerService:
         """Serve the model's checked plan, said, or the deterministic text (rendered only then), after
         what a follow-up was taken to be; remember a served canonical answer; audit. Returns the
         answer and why it is not the model's (None: it is)."""
-        explanation, model, usage, plan = None, None, None, None
+        explanation, model, usage, plan, claims = None, None, None, None, None
         source: Source = "fallback"
         step = step_of(turn)
         if outcome is None:
@@ -244,7 +247,7 @@ class AnswerService:
             assert self.llm is not None
             model, usage, reason, plan = self.llm.model, outcome.usage, outcome.reason, outcome.plan
             if outcome.text is not None and reason is None:
-                explanation, source = outcome.text, "model"
+                explanation, source, claims = outcome.text, "model", outcome.claims
         if reason is not None:
             FALLBACKS_BY(reason.rule).inc()
         if explanation is None:
@@ -256,6 +259,7 @@ class AnswerService:
             model=model,
             usage=usage,
             plan=plan,
+            claims=claims,
             choices=list(turn.reading.choices) if step == "clarify" else None,
             handover=None if step is None or step == "clarify" else step,
         )

@@ -9,7 +9,8 @@ from datetime import date
 from app.answers.messages import Ask, Turn
 from app.data.driver_pool import DriverPool
 from app.data.history import load_history
-from app.domain.conversation import Step, next_step, statement_lines
+from app.domain.claims import Claim
+from app.domain.conversation import Step, next_step, statement_key, statement_lines
 from app.domain.facts import compute_facts
 from app.domain.reasons import Rule
 from app.domain.records import AccountHistory
@@ -63,6 +64,14 @@ async def _history(pool: DriverPool, ask: Ask, period_end: date | None, as_of: d
 def step_of(turn: Turn) -> Step | None:
     """A conversation's turn that is not an answer: asked back, or handed to an agent."""
     return next_step(turn.reading, turn.ask.thread) if turn.ask.thread else None
+
+
+def said_before(turn: Turn) -> tuple[Claim, ...]:
+    """What the conversation already said about this turn's statement: not said again unless asked."""
+    thread = turn.ask.thread
+    if thread is None or thread.said_about != statement_key(turn.facts.account_ref, turn.facts.statement.period_end):
+        return ()
+    return thread.said
 
 
 def took_of(turn: Turn) -> str:

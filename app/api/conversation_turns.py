@@ -16,7 +16,8 @@ from app.api.conversation_feed import Wakeups
 from app.api.event_stream import chat_facts
 from app.data import conversations
 from app.data.tenants import Principal
-from app.domain.conversation import Thread
+from app.domain.claims import AnyClaim, Claim
+from app.domain.conversation import Thread, statement_key
 from app.domain.understanding import Context
 from app.domain.vocabulary import ConversationStatus, Locale
 from app.metrics import HANDOVERS_BY
@@ -37,7 +38,14 @@ async def thread_of(conn: AsyncConnection, conversation_id: uuid.UUID) -> Thread
     context = None
     if stored["intent"] is not None:
         context = Context(intent=stored["intent"], subjects=tuple(stored["subjects"]), locale=stored["locale"])
-    return Thread(context=context, previous_question=stored["question"], unanswered=stored["unanswered"])
+    said = tuple(msgspec.convert(c, AnyClaim) for c in stored.get("said", []))
+    return Thread(
+        context=context,
+        previous_question=stored["question"],
+        unanswered=stored["unanswered"],
+        said=said,
+        said_about=stored.get("said_about"),
+    )
 
 
 def _stored(answer: ExplanationResponse, question: str, thread: Thread) -> dict[str, Any]:
@@ -49,12 +57,19 @@ def _stored(answer: ExplanationResponse, question: str, thread: Thread) -> dict[
         intent, subjects = (before.intent, list(before.subjects)) if before else (None, [])
     else:
         intent, subjects = answer.intent, answer.subjects or []
+    # What was said about this statement, so that a follow-up adds to it (app/domain/answer_policy.py).
+    about = statement_key(answer.account_ref, answer.statement.period_end)
+    said: list[Claim] = [c.claim for c in answer.claims or []]
+    if thread.said_about == about:
+        said = [*thread.said, *(c for c in said if c not in thread.said)]
     return {
         "intent": intent,
         "subjects": subjects,
         "locale": answer.locale,
         "question": question,
         "unanswered": refused,
+        "said": msgspec.to_builtins(said),
+        "said_about": about,
     }
 
 

@@ -5,8 +5,10 @@ serves, or when the assistant could not answer twice in a row."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date
 from typing import Literal
 
+from app.domain.claims import Claim
 from app.domain.facts import BillFacts
 from app.domain.understanding import Context, Line, Reading
 from app.domain.vocabulary import HandoverReason
@@ -21,6 +23,8 @@ class Thread:
     context: Context | None  # what the latest answered turn was about: a follow-up's intent and subject
     previous_question: str | None  # the customer's last question, for the prompt
     unanswered: bool  # the latest turn was a polite refusal
+    said: tuple[Claim, ...] = ()  # the claims the conversation's answers said about one statement
+    said_about: str | None = None  # that statement (`statement_key`)
 
 
 def next_step(reading: Reading, thread: Thread) -> Step | None:
@@ -35,6 +39,11 @@ def next_step(reading: Reading, thread: Thread) -> Step | None:
         if thread.unanswered:
             return "fallbacks"
     return None
+
+
+def statement_key(account_ref: str, period_end: date) -> str:
+    """Which statement a conversation's said claims are about: they hold for it alone."""
+    return f"{account_ref}:{period_end.isoformat()}"
 
 
 def statement_lines(facts: BillFacts) -> list[Line]:

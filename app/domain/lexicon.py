@@ -180,3 +180,31 @@ CATEGORIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "petrol": (("petrol", "gas", "fuel", "加油", "油费"), ("shell", "esso", "petrol", "fuel", "石化", "石油", "加油")),
 }
+
+# A further clause adds its intent to a multi-part question ("did my payment arrive, and why is my
+# bill higher?") only through these: a bare "balance" or "what is this" in a later clause goes with
+# the first clause's intent, as it always did.
+SECONDARY = SIGNALS[:-2]
+
+# What a question asks for besides its intent (app/domain/answer_policy.py makes each one a claim the
+# answer must hold). Read on the whole normalized question.
+NEEDS: dict[str, re.Pattern[str]] = {
+    "amount_due": re.compile(
+        r"\bhow\s+much\b(?!.*\b(?:more|less|higher|lower|bigger|smaller)\b)|\bminimum\b|\bmin\s+(?:payment|pay|due)\b"
+        r"|\bamount\s+(?:due|to\s+pay|owed|owing)\b|还多少|多少钱|最低还|最少还|要还多少|还款额"
+    ),
+    "due_date": re.compile(
+        r"\bwhen\b.*\b(?:pay|due|deadline)\b|\bby\s+when\b|\bdue\s+(?:date|day|by|on)\b|\bdeadline\b|\bwhat\s+date\b"
+        r"|什么时候还|什么时候到期|哪天|几号|最晚|最迟|截止|到期"
+    ),
+    "arrived": re.compile(
+        r"\b(?:arriv\w*|receiv\w*|recieve\w*|credited|went\s+through|gone\s+through|go\s+through|reached)\b"
+        r"|到账|收到|到了"
+    ),
+    "cause": re.compile(r"\bwhy\b|\bhow\s+come\b|\breasons?\b|\bexplain\w*\b|\bcaused?\b|为什么|为啥|怎么回事|原因"),
+    "more": re.compile(
+        r"\banything\s+(?:else|more)\b|\bwhat\s+else\b|\bany\s+others?\b|\bis\s+that\s+(?:it|all)\b|\bonly\s+reason\b"
+        r"|还有别的|还有吗|还有其他|别的呢|就这些|就这个|只有这个"
+    ),
+    "again": re.compile(r"\bagain\b|\brepeat\b|\bonce\s+more\b|再说一遍|再说一次|重复一下|再讲一遍"),
+}

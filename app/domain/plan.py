@@ -14,99 +14,29 @@ a plan that fails a check, or misses its lead, is refused with a typed reason an
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal, NamedTuple, get_args
+from typing import Any, NamedTuple
 
 import msgspec
 
+from app.domain.claims import (
+    MAX_CLAIMS,
+    Change,
+    Claim,
+    Direction,
+    DriverClaim,
+    DriverDirection,
+    MinimumDue,
+    NextStep,
+    NoAnswer,
+    PaymentStatusClaim,
+    StillToPay,
+    Transaction,
+    kind_of,
+)
 from app.domain.facts import BillFacts, PaymentStatus
 from app.domain.reasons import Reason
 from app.domain.slots import MAX_DRIVERS, items
 from app.domain.vocabulary import Intent
-
-MAX_CLAIMS = 5
-
-Direction = Literal["up", "down", "same"]
-DriverDirection = Literal["up", "down"]
-Action = Literal["pay", "agent"]
-Wording = Literal[1, 2]  # every claim type has these reviewed wordings in each locale
-WORDINGS: tuple[Wording, ...] = get_args(Wording)
-
-
-class Claim(
-    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="claim"
-):
-    wording: Wording = 1  # which reviewed wording says it
-
-
-class NewBalance(Claim, frozen=True, tag="new_balance"):
-    pass
-
-
-class Change(Claim, frozen=True, tag="change"):
-    direction: Direction  # must be the sign of the bill's difference
-
-
-class DriverClaim(Claim, frozen=True, tag="driver"):
-    n: int  # the driver's number in FACTS (largest first)
-    direction: DriverDirection  # must be the sign of that driver's amount
-
-
-class Transaction(Claim, frozen=True, tag="transaction"):
-    n: int  # the transaction's number in FACTS
-
-
-class FeesInterest(Claim, frozen=True, tag="fees_interest"):
-    pass
-
-
-class PaymentStatusClaim(Claim, frozen=True, tag="payment_status"):
-    status: PaymentStatus  # must be the facts' status
-
-
-class PaidSinceClose(Claim, frozen=True, tag="paid_since_close"):
-    pass
-
-
-class StillToPay(Claim, frozen=True, tag="still_to_pay"):
-    pass
-
-
-class MinimumDue(Claim, frozen=True, tag="minimum_due"):
-    pass
-
-
-class PeriodClaim(Claim, frozen=True, tag="period"):
-    pass
-
-
-class NextStep(Claim, frozen=True, tag="next_step"):
-    action: Action
-
-
-class NoAnswer(Claim, frozen=True, tag="no_answer"):
-    pass
-
-
-AnyClaim = (
-    NewBalance
-    | Change
-    | DriverClaim
-    | Transaction
-    | FeesInterest
-    | PaymentStatusClaim
-    | PaidSinceClose
-    | StillToPay
-    | MinimumDue
-    | PeriodClaim
-    | NextStep
-    | NoAnswer
-)
-CLAIM_TYPES: dict[str, type[Claim]] = {str(cls.__struct_config__.tag): cls for cls in get_args(AnyClaim)}
-
-
-class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    claims: list[AnyClaim]
-
 
 # What answers each intent (said first), and what else fits it. Out-of-scope questions never reach
 # the model. The lead is one of a set: a charge question is answered by a transaction, or by saying
@@ -130,11 +60,6 @@ FITS: dict[Intent, frozenset[str]] = {
 COVERED_BY: dict[str, frozenset[str]] = {"new_balance": frozenset({"change"})}
 
 
-def kind_of(claim: Claim) -> str:
-    """The claim's type, as the model writes it ("driver")."""
-    return str(claim.__struct_config__.tag)
-
-
 def sign_word(amount: Any) -> Direction:
     return "up" if amount > 0 else "down" if amount < 0 else "same"
 
@@ -154,30 +79,64 @@ class Allowed(NamedTuple):
     transactions: tuple[int, ...]  # the transaction numbers a claim may name
     status: PaymentStatus
     no_answer: bool  # "the facts do not answer this" is true: a charge question that names nothing listed
-    cause_first: bool  # a bill change names a driver right after the change
+    cause_first: bool  # a bill change names a driver right after the change (no answer policy only)
+    intents: tuple[Intent, ...] = ()  # every intent the question asks (the kinds that fit are their union)
+    # The claims every plan begins with (app/domain/answer_policy.py), in order; None: no policy, the
+    # intent's lead first.
+    required: tuple[Claim, ...] | None = None
+    said: tuple[Claim, ...] = ()  # said earlier in the conversation: not offered again
 
 
 class PlanCheck:
     """Checks one plan's claims as they arrive, against one answer's facts, intent and question.
 
-    `check` gives each claim's verdict on its own (arguments against the facts, fit with the intent,
-    applicability); `missing` says, once the plan has ended, what its intent needed and never got."""
+    `check` gives each claim's verdict on its own (arguments against the facts, fit with the intents,
+    applicability); `missing` says, once the plan has ended, what it needed and never got: the claims
+    the answer policy requires (`required`), or without one, its intent's lead."""
 
-    def __init__(self, facts: BillFacts, intent: Intent, focus: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        facts: BillFacts,
+        intent: Intent,
+        focus: Iterable[str] = (),
+        *,
+        intents: Sequence[Intent] = (),
+        required: Sequence[Claim] | None = None,
+        said: Sequence[Claim] = (),
+    ) -> None:
         self.facts, self.intent = facts, intent
+        self.intents: tuple[Intent, ...] = tuple(dict.fromkeys((intent, *intents)))
+        self.fits = frozenset().union(*(FITS[i] for i in self.intents if i in FITS))
         self.items = items(facts)
         # The transactions the question names: a charge answer must be about one of them.
         wanted = {label.lower() for label in focus}
         self.focus = {i for i, e in enumerate(self.items, start=1) if e.label.lower() in wanted}
+        self.required = tuple(required) if required is not None else None
+        self.said = tuple(said)
         self.seen: list[Claim] = []
+        self._cause_first = intent == "bill_change" and bool(facts.difference) and bool(facts.drivers)
+
+    @property
+    def transactions(self) -> list[int]:
+        """The transactions a claim may name: those asked about, or the fees of a fees question."""
+        if self.focus:
+            return sorted(self.focus)
+        if "fees_interest" in self.intents and "charge" not in self.intents:
+            return fee_items(self.facts)
+        return list(range(1, len(self.items) + 1))
+
+    @property
+    def no_answer(self) -> bool:
+        """Whether "the facts do not answer this" can be true: a charge naming nothing, nothing required."""
+        return self.intent == "charge" and not self.focus and not self.required
 
     def check(self, claim: Claim) -> Reason | None:
         kind = kind_of(claim)
         facts, status = self.facts, self.facts.payment.status
         if len(self.seen) == MAX_CLAIMS:
             return Reason(rule="invalid_plan", detail=f"more than {MAX_CLAIMS} claims")
-        if kind not in FITS[self.intent]:
-            return Reason(rule="off_intent", detail=f"{kind} for {self.intent}")
+        if kind not in self.fits:
+            return Reason(rule="off_intent", detail=f"{kind} for {'+'.join(self.intents)}")
         if isinstance(claim, Change) and claim.direction != sign_word(facts.difference):
             return Reason(
                 rule="wrong_direction", detail=f"{claim.direction}, the bill went {sign_word(facts.difference)}"
@@ -191,13 +150,12 @@ class PlanCheck:
         if isinstance(claim, Transaction):
             if not 1 <= claim.n <= len(self.items):
                 return Reason(rule="unknown_index", detail=f"transaction {claim.n}")
-            if self.focus and claim.n not in self.focus:
-                return Reason(rule="wrong_subject", detail=f"transaction {claim.n} is not the one asked about")
-            if self.intent == "fees_interest" and claim.n not in fee_items(facts):
-                return Reason(rule="wrong_subject", detail=f"transaction {claim.n} is no fee or interest")
+            if claim.n not in self.transactions:
+                what = "no fee or interest" if not self.focus else "not the one asked about"
+                return Reason(rule="wrong_subject", detail=f"transaction {claim.n} is {what}")
         if isinstance(claim, PaymentStatusClaim) and claim.status != status:
             return Reason(rule="status_claim", detail=f"{claim.status}, the facts say {status}")
-        if isinstance(claim, NoAnswer) and (self.focus or any(not isinstance(c, NextStep) for c in self.seen)):
+        if isinstance(claim, NoAnswer) and (not self.no_answer or any(not isinstance(c, NextStep) for c in self.seen)):
             return Reason(rule="wrong_subject", detail="no_answer, but the facts answer it")
         if self.seen and isinstance(self.seen[0], NoAnswer) and not isinstance(claim, NextStep):
             return Reason(rule="wrong_subject", detail=f"{kind} after no_answer")
@@ -208,60 +166,65 @@ class PlanCheck:
         return None
 
     def missing(self) -> Reason | None:
-        """What the plan lacks to be said: any claim at all, its intent's lead, a bill change's cause."""
+        """What the plan lacks to be said: any claim at all, a required claim, or without an answer
+        policy, its intent's lead and a bill change's cause."""
         kinds = {kind_of(c) for c in self.seen}
         if not self.seen:
             return Reason(rule="empty")
+        if self.required is not None:
+            for claim in self.required:
+                if not any(same_claim(claim, c) for c in self.seen):
+                    return Reason(rule="missing_claim", detail=msgspec.json.encode(claim).decode())
+            if self.required:
+                return None
         if not kinds & LEAD[self.intent]:
             return Reason(rule="missing_claim", detail="/".join(sorted(LEAD[self.intent])))
-        if self.intent == "bill_change" and self.facts.difference != 0 and self.facts.drivers and "driver" not in kinds:
+        if self.required is None and self._cause_first and "driver" not in kinds:
             return Reason(rule="missing_claim", detail="driver")
         return None
 
     def allowed(self) -> Allowed:
-        facts, intent = self.facts, self.intent
-        if self.focus:
-            transactions = sorted(self.focus)
-        elif intent == "fees_interest":
-            transactions = fee_items(facts)
-        else:
-            transactions = list(range(1, len(self.items) + 1))
+        facts = self.facts
         return Allowed(
-            intent=intent,
+            intent=self.intent,
             direction=sign_word(facts.difference),
             drivers=tuple("up" if d.amount > 0 else "down" for d in facts.drivers[:MAX_DRIVERS]),
-            transactions=tuple(transactions),
+            transactions=tuple(self.transactions),
             status=facts.payment.status,
-            no_answer=intent == "charge" and not self.focus,
-            cause_first=intent == "bill_change" and bool(facts.difference) and bool(facts.drivers),
+            no_answer=self.no_answer,
+            cause_first=self.required is None and self._cause_first,
+            intents=self.intents,
+            required=self.required,
+            said=self.said,
         )
 
     def ready(self) -> bool:
         """Whether the claims accepted so far may be said: nothing is said before the plan holds what
-        its intent needs, so a plan that ends without it has shown nothing."""
+        it needs, so a plan that ends without it has shown nothing."""
         return self.missing() is None
 
+    def to_say(self) -> list[Claim]:
+        """The claims accepted so far in the order they are said: the required ones first (they begin
+        every plan), or without a policy the lead; then the rest as planned; nothing twice, nothing
+        the conversation said already."""
+        if self.required is None:
+            return ordered(self.seen, self.intent)
+        fresh = [c for c in self.seen if c in self.required or not any(same_claim(c, s) for s in self.said)]
+        return ordered(fresh, self.intent, lead_first=False)
 
-def ordered(claims: Sequence[Claim], intent: Intent) -> list[Claim]:
+
+def ordered(claims: Sequence[Claim], intent: Intent, *, lead_first: bool = True) -> list[Claim]:
     """The claims to say, in order: the lead first (the question decides what comes first), then the
     rest as planned; repeats and claims an earlier one already said are left out."""
-    lead = [c for c in claims if kind_of(c) in LEAD[intent]][:1]
+    lead = [c for c in claims if kind_of(c) in LEAD[intent]][:1] if lead_first else []
     said: list[Claim] = []
     for claim in [*lead, *(c for c in claims if c not in lead)]:
         covered = COVERED_BY.get(kind_of(claim), frozenset()) & {kind_of(c) for c in said}
-        if not covered and not any(_same(claim, c) for c in said):
+        if not covered and not any(same_claim(claim, c) for c in said):
             said.append(claim)
     return said
 
 
-def _same(a: Claim, b: Claim) -> bool:
+def same_claim(a: Claim, b: Claim) -> bool:
     """The same statement, whatever its wording."""
     return msgspec.structs.replace(a, wording=1) == msgspec.structs.replace(b, wording=1)
-
-
-_decode_claim: msgspec.json.Decoder[AnyClaim] = msgspec.json.Decoder(AnyClaim)
-
-
-def decode_claim(raw: bytes | str) -> AnyClaim:
-    """One claim object as the model wrote it; msgspec.ValidationError/DecodeError if it is none."""
-    return _decode_claim.decode(raw)

@@ -15,7 +15,9 @@ from typing import Any
 
 import msgspec
 
-from app.domain.plan import CLAIM_TYPES, FITS, LEAD, MAX_CLAIMS, WORDINGS, Allowed
+from app.domain.claims import CLAIM_TYPES, MAX_CLAIMS, WORDINGS, Claim, kind_of
+from app.domain.plan import FITS, LEAD, Allowed, same_claim
+from app.domain.vocabulary import Intent
 
 _WORDING = {"enum": list(WORDINGS)}
 
@@ -51,57 +53,124 @@ def _claims(kind: str, allowed: Allowed) -> list[dict[str, Any]]:
     return [_claim(kind)]
 
 
+def _fixed(claim: Claim) -> dict[str, Any]:
+    """A required claim's schema: exactly that claim, in either wording."""
+    fields = {k: v for k, v in msgspec.structs.asdict(claim).items() if k != "wording"}
+    return _claim(kind_of(claim), **fields)
+
+
+def _others(allowed: Allowed, taken: tuple[Claim, ...]) -> list[dict[str, Any]]:
+    """The claims a plan may add after its first ones, one schema each, `taken` excluded: every true
+    claim of a kind that fits the question, no "no_answer" (it only ever leads), without an answer
+    policy no second lead but a transaction of several."""
+    kinds = [k for k in CLAIM_TYPES if k != "no_answer" and any(k in FITS[i] for i in _intents(allowed))]
+    if allowed.required is None:
+        lead = LEAD[allowed.intent]
+        kinds = [k for k in kinds if k not in lead or (k == "transaction" and len(allowed.transactions) > 1)]
+    return [
+        one
+        for kind in kinds
+        for schema in _claims(kind, allowed)
+        for one in _each(schema)
+        if not any(same_claim(_claim_of(one), t) for t in taken)
+    ]
+
+
+def _claim_of(schema: dict[str, Any]) -> Claim:
+    """The claim a schema with every argument constant stands for (in wording 1)."""
+    values = {k: p["const"] for k, p in schema["properties"].items() if "const" in p}
+    return CLAIM_TYPES[values.pop("claim")](**values)
+
+
+def _intents(allowed: Allowed) -> tuple[Intent, ...]:
+    return allowed.intents or (allowed.intent,)
+
+
+def _array(first: list[dict[str, Any]], rest: list[dict[str, Any]]) -> dict[str, Any]:
+    array: dict[str, Any] = {"type": "array", "prefixItems": first, "minItems": max(1, len(first))}
+    if rest:
+        return {**array, "items": {"anyOf": rest}, "maxItems": MAX_CLAIMS}
+    return {**array, "items": False, "maxItems": len(first)}
+
+
 @functools.lru_cache(maxsize=1024)
 def plan_schema(allowed: Allowed) -> dict[str, Any]:
-    """The JSON schema of the plans these facts allow. Callers must not modify it."""
-    lead_kinds = LEAD[allowed.intent]
-    by_kind = {k: _claims(k, allowed) for k in CLAIM_TYPES if k in FITS[allowed.intent]}
-    first: list[dict[str, Any]] = [{"anyOf": [c for k in lead_kinds for c in by_kind.get(k, [])]}]
-    if allowed.cause_first:
-        first.append({"anyOf": by_kind["driver"]})
-    # A charge answer may name a second transaction, when the question allows more than one.
-    again = {"transaction"} if len(allowed.transactions) > 1 else set()
-    rest = [c for k, claims in by_kind.items() if k not in lead_kinds or k in again for c in claims]
-    array = {
-        "type": "array",
-        "prefixItems": first,
-        "items": {"anyOf": rest},
-        "minItems": len(first),
-        "maxItems": MAX_CLAIMS,
-    }
-    return {
-        "type": "object",
-        "properties": {"claims": array},
-        "required": ["claims"],
-        "additionalProperties": False,
-    }
+    """The JSON schema of the plans these facts allow. Callers must not modify it.
+
+    With an answer policy every plan begins with its required claims; what follows is any true claim
+    that fits, except those and what the conversation said already. Without one (or for a charge
+    question naming no line, where nothing is required) a plan leads with its intent's lead; a plan
+    that leads with "no_answer" goes on with a next step at most (the check refuses anything else)."""
+    required = allowed.required or ()
+    first = [_fixed(c) for c in required]
+    rest = _others(allowed, (*required, *allowed.said))
+    if required:
+        return _plan([_array(first, rest)])
+    branches: list[dict[str, Any]] = []
+    lead = [c for k in sorted(LEAD[allowed.intent] - {"no_answer"}) for c in _claims(k, allowed)]
+    if lead:
+        first = [{"anyOf": lead}]
+        if allowed.cause_first:
+            first.append({"anyOf": _claims("driver", allowed)})
+        branches.append(_array(first, rest))
+    if allowed.no_answer:
+        branches.append(_array([_claim("no_answer")], _claims("next_step", allowed)))
+    return _plan(branches)
+
+
+def _plan(branches: list[dict[str, Any]]) -> dict[str, Any]:
+    claims = branches[0] if len(branches) == 1 else {"anyOf": branches}
+    return {"type": "object", "properties": {"claims": claims}, "required": ["claims"], "additionalProperties": False}
+
+
+def plan_prefill(allowed: Allowed) -> str:
+    """The beginning of every plan these facts allow, written for the engine to continue (prefill, not
+    decode): the required claims, known before it runs. Empty when nothing is required."""
+    if not allowed.required:
+        return ""
+    return '{"claims": [' + ", ".join(_written(c) for c in allowed.required)
+
+
+def _written(claim: Claim) -> str:
+    """A claim as the grammar writes one: `{"claim": "driver", "n": 1, "direction": "up"}`."""
+    return "{" + ", ".join(f"{_json(k)}: {_json(v)}" for k, v in msgspec.to_builtins(claim).items()) + "}"
 
 
 @functools.lru_cache(maxsize=1024)
 def plan_grammar(allowed: Allowed) -> str:
-    """The plans of `plan_schema` as a GBNF grammar, compact as in the prompt's examples, and stricter
-    in one way: after the lead, each claim at most once, in a fixed order (a small model otherwise
-    loops on one claim until its token limit; JSON schema has no "each once" that engines enforce).
-    llama.cpp's own schema conversion would also let whitespace in between every token."""
-    array = plan_schema(allowed)["properties"]["claims"]
-    first = [_alternatives(item["anyOf"]) for item in array["prefixItems"]]
-    steps = [_object(one) for schema in array["items"]["anyOf"] for one in _each(schema)]
-    leads = ' ", " '.join(f"first{i}" for i in range(len(first)))
-    optional = "".join(f' (", " c{i})?' for i in range(len(steps)))
-    rules = {
-        "root": '"{\\"claims\\": [" ' + leads + optional + ' "]}"',
-        **{f"first{i}": expr for i, expr in enumerate(first)},
-        **{f"c{i}": expr for i, expr in enumerate(steps)},
-    }
-    return "".join(f"{name} ::= {rule}\n" for name, rule in rules.items())
+    """What the engine writes after `plan_prefill`, as a GBNF grammar (llama.cpp; SGLang's `ebnf`):
+    the plans of `plan_schema`, compact as in the prompt's examples, and stricter in one way: after
+    the first claims, each claim at most once, in a fixed order (a small model otherwise loops on one
+    claim until its token limit; JSON schema has no "each once" that engines enforce). llama.cpp's
+    own schema conversion would also let whitespace in between every token."""
+    schema = plan_schema(allowed)["properties"]["claims"]
+    prefilled = bool(allowed.required)
+    rules: dict[str, str] = {}
+    roots: list[str] = []
+    for b, branch in enumerate(schema.get("anyOf", [schema])):
+        steps = [_object(one) for one in (branch["items"] or {"anyOf": []})["anyOf"]]
+        rules |= {f"b{b}c{i}": expr for i, expr in enumerate(steps)}
+        optional = "".join(f' (", " b{b}c{i})?' for i in range(len(steps)))
+        if prefilled:  # the required claims are written already: the model adds to them, or ends
+            roots.append(f"({optional.strip()} " + '"]}")')
+            continue
+        first = [_alternatives(item["anyOf"]) if "anyOf" in item else _object(item) for item in branch["prefixItems"]]
+        rules |= {f"b{b}first{i}": expr for i, expr in enumerate(first)}
+        leads = ' ", " '.join(f"b{b}first{i}" for i in range(len(first)))
+        roots.append('("{\\"claims\\": [" ' + leads + optional + ' "]}")')
+    return "".join(f"{name} ::= {rule}\n" for name, rule in {"root": " | ".join(roots), **rules}.items())
 
 
 def _each(schema: dict[str, Any]) -> list[dict[str, Any]]:
-    """A claim schema with a choice of numbers as one schema per number, in order."""
-    n = schema["properties"].get("n", {})
-    if "enum" not in n:
-        return [schema]
-    return [{**schema, "properties": {**schema["properties"], "n": {"const": value}}} for value in n["enum"]]
+    """A claim schema with a choice of arguments (numbers, actions) as one schema per choice, in order."""
+    for name, prop in schema["properties"].items():
+        if name != "wording" and "enum" in prop:
+            return [
+                one
+                for value in prop["enum"]
+                for one in _each({**schema, "properties": {**schema["properties"], name: {"const": value}}})
+            ]
+    return [schema]
 
 
 def _alternatives(schemas: list[dict[str, Any]]) -> str:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from app.domain import lexicon
 from app.domain.subjects import Line, match
-from app.domain.vocabulary import Intent, Locale
+from app.domain.vocabulary import NEEDS, Intent, Locale, Need
 
 __all__ = ["Context", "Line", "Reading", "asked", "language_of", "normalize", "understand"]
 
@@ -56,6 +56,14 @@ class Reading:
     choices: tuple[str, ...]  # two or more labels that fit equally well: ask back (subjects is then empty)
     certain: bool  # False: the rules could not decide the intent (the caller may ask the model)
     previous_period: bool = False  # "what about last month?": the same intent about the statement before
+    # Every intent the question asks, in its order: `intent` first, then those of its further clauses
+    # ("did my payment arrive, and why is my bill higher?": payment, bill_change).
+    intents: tuple[Intent, ...] = ()
+    needs: tuple[Need, ...] = ()  # what it asks for besides (app/domain/lexicon.py NEEDS)
+
+    @property
+    def all_intents(self) -> tuple[Intent, ...]:
+        return tuple(dict.fromkeys((self.intent, *self.intents)))
 
 
 def normalize(question: str) -> str:
@@ -85,6 +93,23 @@ def asked(text: str) -> Intent | None:
                 out_of_scope = True
                 break
     return "out_of_scope" if out_of_scope else None
+
+
+def asked_all(text: str) -> list[Intent]:
+    """Every answerable intent the clauses of a normalized question say, in their order: the first
+    clause's by every signal, a further one's by the specific signals only (lexicon.SECONDARY)."""
+    found: list[Intent] = []
+    for clause in lexicon.CLAUSE.split(text):
+        signals = lexicon.SIGNALS if not found else lexicon.SECONDARY
+        intent = next((i for i, pattern in signals if pattern.search(clause)), None)
+        if intent is not None and intent != "out_of_scope" and intent not in found:
+            found.append(intent)
+    return found
+
+
+def needs_of(text: str) -> tuple[Need, ...]:
+    """What a normalized question asks for besides its intent, in NEEDS order."""
+    return tuple(need for need in NEEDS if lexicon.NEEDS[need].search(text))
 
 
 def understand(question: str, lines: Sequence[Line], context: Context | None = None) -> Reading:
@@ -128,7 +153,9 @@ def understand(question: str, lines: Sequence[Line], context: Context | None = N
         intent = "fees_interest"  # "3.12 charge what is it", "18.6是啥": a fee or interest line, by its kind
     if intent is None:
         return Reading("out_of_scope", (), language, False, False, (), False)
-    return Reading(intent, subjects, language, followup, False, choices, True, previous)
+    # A further charge clause needs a line it names: "what is this charge" alone has no subject here.
+    intents = (intent, *(i for i in asked_all(body) if i != intent and (i != "charge" or subjects)))
+    return Reading(intent, subjects, language, followup, False, choices, True, previous, intents, needs_of(text))
 
 
 def _without(text: str, labels: Sequence[str]) -> str:

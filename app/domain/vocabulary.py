@@ -15,6 +15,9 @@ Channel = Literal["widget", "console", "api", "batch"]
 PriorityClass = Literal["interactive", "standard", "batch"]
 # What a question is about, decided without a model (app/domain/intents.py).
 Intent = Literal["bill_change", "charge", "fees_interest", "payment", "out_of_scope"]
+# What a question asks for besides its intent (app/domain/lexicon.py NEEDS): the amount to pay, the
+# due date, what arrived, the cause, anything more, the same again.
+Need = Literal["amount_due", "due_date", "arrived", "cause", "more", "again"]
 # Where a served text came from: the validated model answer, the deterministic one, the answer cache.
 Source = Literal["model", "fallback", "cache"]
 # Who asked: a caller over HTTP, the batch worker for a job's item, or the service itself filling the
@@ -49,6 +52,7 @@ LOCALES: tuple[Locale, ...] = get_args(Locale)
 CHANNELS: tuple[Channel, ...] = get_args(Channel)
 PRIORITY_CLASSES: tuple[PriorityClass, ...] = get_args(PriorityClass)
 INTENTS: tuple[Intent, ...] = get_args(Intent)
+NEEDS: tuple[Need, ...] = get_args(Need)
 SOURCES: tuple[Source, ...] = get_args(Source)
 ORIGINS: tuple[Origin, ...] = get_args(Origin)
 TRANSACTION_KINDS: tuple[TransactionKind, ...] = get_args(TransactionKind)

@@ -20,7 +20,8 @@ from time import perf_counter
 import msgspec
 
 from app import demo
-from app.answers.generation import generate, plan_job
+from app.answers.generation import generate
+from app.answers.planning import plan_job
 from app.domain.policy import TenantPolicy
 from app.domain.vocabulary import ChatTemplate, EngineKind
 from app.eval.golden import GoldenCase
@@ -107,7 +108,13 @@ async def run_case(
     outcome = None
     first_text_ms: float | None = None  # when the engine never finishes (a timeout), the first text seen here
     async for item in generate(
-        engine, job.request, check=job.check, realizer=job.realizer, timeout_s=timeout_s, stopwatch=stopwatch
+        engine,
+        job.request,
+        check=job.check,
+        realizer=job.realizer,
+        timeout_s=timeout_s,
+        stopwatch=stopwatch,
+        prefill=job.prefill,
     ):
         if isinstance(item, str):
             if first_text_ms is None:

@@ -81,6 +81,8 @@ class SGLangEngine:
             sampling["stop"] = request.stop
         if request.json_schema is not None:
             sampling["json_schema"] = msgspec.json.encode(request.json_schema).decode()  # SGLang wants a string
+        elif request.grammar is not None:  # a continuation of a prefilled plan: xgrammar's EBNF takes GBNF
+            sampling["ebnf"] = request.grammar
         return {
             "text": request.prompt,
             "sampling_params": sampling,

@@ -38,6 +38,7 @@ SAMPLING_KEYS = {
     "spaces_between_special_tokens", "no_stop_trim", "regex", "ebnf", "json_schema", "n", "custom_params",
     "stream_interval", "logit_bias",
 }  # fmt: skip
+PLAN_START = '{"claims": ['
 TOKEN = re.compile(r"\w+|[^\w\s]|\s+")
 
 
@@ -124,7 +125,7 @@ class FakeSGLang:
         cached = self.cached_tokens(prompt)
         self._prompts.append(prompt)
         params = request.get("sampling_params", {})
-        output = tokens(script.text)
+        output = tokens(continuation(request["text"], script.text))
         limit = params.get("max_new_tokens", 128)
         finish = "length" if len(output) > limit else "stop"
         output = output[:limit]
@@ -182,6 +183,29 @@ class FakeSGLang:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             watcher.cancel()
+
+
+def continuation(prompt: str, text: str) -> str:
+    """What a model that would write `text` writes after a prompt that already holds its beginning (a
+    plan prefilled after the assistant's turn marker): the rest of it, or when the prefill is not its
+    beginning, the claims of its plan the prefill lacks, then the plan's end. A text that is no plan,
+    or a prompt with no prefill, gives the text as scripted."""
+    start = prompt.rfind(PLAN_START)
+    if start < 0 or "<|im_end|>" in prompt[start:] or "<end_of_turn>" in prompt[start:]:
+        return text
+    prefill = prompt[start:]
+    if text.startswith(prefill):
+        return text[len(prefill) :]
+    try:
+        given, wanted = json.loads(prefill + "]}")["claims"], json.loads(text)["claims"]
+    except (ValueError, KeyError, TypeError):
+        return text
+
+    def plain(claim: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in claim.items() if k != "wording"}
+
+    more = [c for c in wanted if plain(c) not in [plain(g) for g in given]]
+    return "".join(", " + json.dumps(c) for c in more) + "]}"
 
 
 def _check(request: dict[str, Any]) -> str | None:

@@ -13,8 +13,9 @@ import httpx
 import msgspec
 import pytest
 
+from app.domain.claims import MAX_CLAIMS, Plan
 from app.domain.facts import compute_facts
-from app.domain.plan import MAX_CLAIMS, Plan, PlanCheck
+from app.domain.plan import PlanCheck
 from app.domain.plan_schema import plan_grammar
 from app.errors import EngineError
 from app.inference.embedded import EmbeddedEngine, default_model_path

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from app.answers.generation import plan_job
+from app.answers.planning import plan_job
 from app.cli import main
 from app.eval import golden
 from app.eval.run import demo_policy

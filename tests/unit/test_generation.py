@@ -11,8 +11,9 @@ from datetime import date
 
 from app.answers.generation import Outcome, generate
 from app.answers.realize import Realizer
+from app.domain.claims import Change, DriverClaim, MinimumDue
 from app.domain.facts import compute_facts
-from app.domain.plan import Change, DriverClaim, MinimumDue, PlanCheck
+from app.domain.plan import PlanCheck
 from app.domain.reasons import Reason
 from app.inference.engine import Event, Finished, GenerationRequest, TextDelta
 from app.inference.scheduler import Scheduler

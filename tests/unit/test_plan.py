@@ -12,10 +12,7 @@ from datetime import date
 import msgspec
 import pytest
 
-from app.domain.facts import BillFacts, compute_facts
-from app.domain.plan import (
-    FITS,
-    LEAD,
+from app.domain.claims import (
     MAX_CLAIMS,
     Change,
     Claim,
@@ -23,11 +20,11 @@ from app.domain.plan import (
     MinimumDue,
     NewBalance,
     NextStep,
-    PlanCheck,
     decode_claim,
     kind_of,
-    ordered,
 )
+from app.domain.facts import BillFacts, compute_facts
+from app.domain.plan import FITS, LEAD, PlanCheck, ordered
 from app.domain.plan_schema import plan_grammar, plan_schema
 from app.domain.slots import items
 from app.domain.vocabulary import Intent

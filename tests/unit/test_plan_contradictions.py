@@ -32,8 +32,10 @@ import pytest
 from app.answers.generation import _release
 from app.answers.plan_stream import ClaimSplitter
 from app.answers.realize import Realizer
+from app.answers.schemas import SaidClaim
+from app.domain.claims import AnyClaim, Claim, DriverClaim
 from app.domain.facts import BillFacts
-from app.domain.plan import FITS, LEAD, AnyClaim, Claim, DriverClaim, PlanCheck, fee_items, sign_word
+from app.domain.plan import FITS, LEAD, PlanCheck, fee_items, sign_word
 from app.domain.reasons import Reason
 from app.domain.slots import MAX_DRIVERS, items
 from app.domain.vocabulary import Intent, Locale
@@ -222,14 +224,14 @@ def serve(
     rng = random.Random(seed)
     check, realizer, splitter = PlanCheck(facts, intent, focus), Realizer(facts, locale), ClaimSplitter()
     accepted: list[AnyClaim] = []
-    said: list[Claim] = []
+    said: list[SaidClaim] = []
     released: list[str] = []
     for chunk in chunks(plan_text(claims), rng):
         texts, reason = _release(splitter.feed(chunk), accepted, said, check, realizer)
         released += texts
         if reason is not None:
-            return Served(released, said, reason)
-    return Served(released, said, check.missing())
+            return Served(released, [s.claim for s in said], reason)
+    return Served(released, [s.claim for s in said], check.missing())
 
 
 # --- the flipped cases -----------------------------------------------------------------------------

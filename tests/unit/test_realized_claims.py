@@ -23,8 +23,7 @@ from hypothesis import strategies as st
 
 from app.answers.realize import Realizer
 from app.domain import formatting
-from app.domain.facts import BillFacts, compute_facts
-from app.domain.plan import (
+from app.domain.claims import (
     Change,
     Claim,
     DriverClaim,
@@ -36,13 +35,11 @@ from app.domain.plan import (
     PaidSinceClose,
     PaymentStatusClaim,
     PeriodClaim,
-    PlanCheck,
     StillToPay,
     Transaction,
-    fee_items,
-    ordered,
-    sign_word,
 )
+from app.domain.facts import BillFacts, compute_facts
+from app.domain.plan import PlanCheck, fee_items, ordered, sign_word
 from app.domain.records import Line
 from app.domain.slots import MAX_DRIVERS, items
 from app.domain.vocabulary import Intent, Locale

@@ -1,0 +1,109 @@
+"""The closed set of claims a plan may hold (app/domain/plan.py checks them against the facts).
+
+Each claim type has a tag (how the model writes it: `{"claim": "driver", "n": 1, "direction": "up"}`),
+typed arguments, and two reviewed wordings per locale (prompts/locales/<locale>/claims.j2)."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+import msgspec
+
+from app.domain.facts import PaymentStatus
+
+MAX_CLAIMS = 8  # the required claims of a two-part question and the model's own
+
+Direction = Literal["up", "down", "same"]
+DriverDirection = Literal["up", "down"]
+Action = Literal["pay", "agent"]
+Wording = Literal[1, 2]  # every claim type has these reviewed wordings in each locale
+WORDINGS: tuple[Wording, ...] = get_args(Wording)
+
+
+class Claim(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True, tag_field="claim"
+):
+    wording: Wording = 1  # which reviewed wording says it
+
+
+class NewBalance(Claim, frozen=True, tag="new_balance"):
+    pass
+
+
+class Change(Claim, frozen=True, tag="change"):
+    direction: Direction  # must be the sign of the bill's difference
+
+
+class DriverClaim(Claim, frozen=True, tag="driver"):
+    n: int  # the driver's number in FACTS (largest first)
+    direction: DriverDirection  # must be the sign of that driver's amount
+
+
+class Transaction(Claim, frozen=True, tag="transaction"):
+    n: int  # the transaction's number in FACTS
+
+
+class FeesInterest(Claim, frozen=True, tag="fees_interest"):
+    pass
+
+
+class PaymentStatusClaim(Claim, frozen=True, tag="payment_status"):
+    status: PaymentStatus  # must be the facts' status
+
+
+class PaidSinceClose(Claim, frozen=True, tag="paid_since_close"):
+    pass
+
+
+class StillToPay(Claim, frozen=True, tag="still_to_pay"):
+    pass
+
+
+class MinimumDue(Claim, frozen=True, tag="minimum_due"):
+    pass
+
+
+class PeriodClaim(Claim, frozen=True, tag="period"):
+    pass
+
+
+class NextStep(Claim, frozen=True, tag="next_step"):
+    action: Action
+
+
+class NoAnswer(Claim, frozen=True, tag="no_answer"):
+    pass
+
+
+AnyClaim = (
+    NewBalance
+    | Change
+    | DriverClaim
+    | Transaction
+    | FeesInterest
+    | PaymentStatusClaim
+    | PaidSinceClose
+    | StillToPay
+    | MinimumDue
+    | PeriodClaim
+    | NextStep
+    | NoAnswer
+)
+CLAIM_TYPES: dict[str, type[Claim]] = {str(cls.__struct_config__.tag): cls for cls in get_args(AnyClaim)}
+
+
+class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    claims: list[AnyClaim]
+
+
+def kind_of(claim: Claim) -> str:
+    """The claim's type, as the model writes it ("driver")."""
+    return str(claim.__struct_config__.tag)
+
+
+_decode_claim: msgspec.json.Decoder[AnyClaim] = msgspec.json.Decoder(AnyClaim)
+
+
+def decode_claim(raw: bytes | str) -> AnyClaim:
+    """One claim object as the model wrote it; msgspec.ValidationError/DecodeError if it is none."""
+    return _decode_claim.decode(raw)
