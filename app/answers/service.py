@@ -189,7 +189,7 @@ class AnswerService:
             log.exception("canonical answer failed", tenant=ask.principal.tenant_slug, account=ask.request.account_ref)
 
     def _deterministic(self, turn: Turn) -> str:
-        """The answer served when the model is not asked or fails, from the facts alone (or a clarifying question, a handover)."""
+        """The answer when the model is not asked or fails: from the facts (or a clarifying question, a handover)."""
         with turn.ask.stopwatch.stage("explain"):
             step, reading, policy = step_of(turn), turn.reading, turn.ask.principal.policy
             if step == "clarify":
