@@ -5,6 +5,8 @@ document's account A-1 (tests/factories.py): October's bill is 12.00 higher than
 from __future__ import annotations
 
 import json
+import random
+import re
 from typing import Any
 
 from app.domain.facts import BillFacts
@@ -45,3 +47,46 @@ def true_plan(facts: BillFacts, intent: Intent, question: str = "") -> str:
     if intent == "fees_interest":
         return plan({"claim": "fees_interest"})
     return plan({"claim": "payment_status", "status": facts.payment.status})
+
+
+_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|[()|?]|\{\d+,\d+\}|[a-z][a-z0-9-]*')
+
+
+def grammar_regex(grammar: str) -> re.Pattern[str]:
+    """The grammar as a regular expression: it has no recursion, so each rule name is replaced by
+    its own expression."""
+    rules = dict(line.split(" ::= ", 1) for line in grammar.strip().splitlines())
+
+    def expand(name: str) -> str:
+        out = []
+        for token in _TOKEN.findall(rules[name]):
+            if token.startswith('"'):
+                out.append(re.escape(json.loads(token)))
+            elif token in ("(", ")", "|", "?") or token.startswith("{"):
+                out.append("(?:" if token == "(" else token)
+            else:
+                out.append(f"(?:{expand(token)})")
+        return "".join(out)
+
+    return re.compile(expand("root"))
+
+
+def schema_instance(schema: dict[str, Any], rng: random.Random) -> Any:
+    """A random instance of a JSON schema of the kinds the plan schemas use (anyOf, const, enum,
+    objects with optional properties, arrays with prefixItems, items and length bounds)."""
+    if "anyOf" in schema:
+        return schema_instance(rng.choice(schema["anyOf"]), rng)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    if schema["type"] == "object":
+        required = schema.get("required", [])
+        return {
+            name: schema_instance(prop, rng)
+            for name, prop in schema["properties"].items()
+            if name in required or rng.random() < 0.5
+        }
+    first, items = schema.get("prefixItems", []), schema.get("items") or {}
+    count = rng.randint(schema.get("minItems", 0), schema["maxItems"]) if items else len(first)
+    return [schema_instance(first[i] if i < len(first) else items, rng) for i in range(count)]

@@ -139,6 +139,7 @@ def respond(
         locale=turn.locale,
         source=source,
         intent=turn.intent,
+        intents=list(turn.reading.all_intents) if len(turn.reading.all_intents) > 1 else None,
         prompt_version=answer_version(turn.ask.principal.policy),
         timings_ms={},  # the audit fills them in, as the answer is returned
         model=model,

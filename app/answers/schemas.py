@@ -116,6 +116,8 @@ class ExplanationResponse(msgspec.Struct, frozen=True, omit_defaults=True, kw_on
     intent: Intent
     prompt_version: str
     timings_ms: dict[str, float]
+    # Every intent a multi-part question asks, in its order (`intent` is the first); absent for one.
+    intents: list[Intent] | None = None
     model: str | None = None  # present when the engine was asked
     usage: Usage | None = None
     # The claims the model planned, as checked (app/domain/plan.py): what a model answer says, or

@@ -55,8 +55,8 @@ def _stored(answer: ExplanationResponse, question: str, thread: Thread) -> dict[
     if refused:
         before = thread.context
         intent, subjects = (before.intent, list(before.subjects)) if before else (None, [])
-    else:
-        intent, subjects = answer.intent, answer.subjects or []
+    else:  # a follow-up goes on from the last part of a multi-part question ("…, and why is it higher?")
+        intent, subjects = (answer.intents or [answer.intent])[-1], answer.subjects or []
     # What was said about this statement, so that a follow-up adds to it (app/domain/answer_policy.py).
     about = statement_key(answer.account_ref, answer.statement.period_end)
     said: list[Claim] = [c.claim for c in answer.claims or []]

@@ -50,8 +50,9 @@ def eval_cmd(
     import msgspec
 
     from app.eval import golden
+    from app.eval.dialogues import run_dialogue
     from app.eval.report import DEFAULT_THRESHOLDS, GateResult, Report, Summary, gate, html_report, summarize, table
-    from app.eval.run import Profile, open_engine, run_profile
+    from app.eval.run import Profile, demo_policy, open_engine, run_profile
     from app.prompts import PROMPT_VERSION
 
     settings = load_settings()
@@ -69,6 +70,7 @@ def eval_cmd(
             raise click.BadParameter(f"no profile is labelled {label!r}", param_hint=name)
 
     cases = golden.load(limit=limit)
+    dialogues = golden.load_dialogues() if limit is None else []
     known = golden.merchants()
 
     async def evaluate(profile: Profile) -> Summary:
@@ -85,13 +87,28 @@ def eval_cmd(
                 timeout_s=settings.engine_timeout_s,
                 concurrency=concurrency,
             )
+            turns = [
+                turn
+                for dialogue in dialogues
+                for turn in await run_dialogue(
+                    engine,
+                    dialogue,
+                    policy=demo_policy(),
+                    chat_template=settings.chat_template,
+                    max_tokens=settings.engine_max_tokens,
+                    timeout_s=settings.engine_timeout_s,
+                )
+            ]
         finally:
             await engine.close()
-        return summarize(profile, engine.model, results)
+        return summarize(profile, engine.model, results, turns)
 
     summaries = []
     for profile in parsed:
-        click.echo(f"running {len(cases)} golden cases on {profile.label} ({profile.kind})", err=True)
+        click.echo(
+            f"running {len(cases)} golden cases and {len(dialogues)} dialogues on {profile.label} ({profile.kind})",
+            err=True,
+        )
         summaries.append(asyncio.run(evaluate(profile)))
     click.echo(table(summaries))
 
@@ -115,7 +132,6 @@ def eval_cmd(
         click.echo(f"HTML report written to {html_path}")
     if answers_path:
         from app.eval.answers import answers_markdown
-        from app.eval.run import demo_policy
 
         first = summaries[0]
         text = answers_markdown(first.label, cases, first.results, policy=demo_policy(), per_locale=10)

@@ -33,8 +33,8 @@ from app.domain.claims import (
     Transaction,
 )
 from app.domain.facts import BillFacts
-from app.domain.plan import same_claim
-from app.domain.slots import MAX_DRIVERS
+from app.domain.plan import FITS, same_claim
+from app.domain.slots import MAX_DRIVERS, items
 from app.domain.understanding import Reading
 from app.domain.vocabulary import Intent, Need
 
@@ -104,6 +104,8 @@ def check_rules(rules: Mapping[str, Sequence[str]]) -> None:
         for kind in kinds:
             if kind not in RULE_KINDS:
                 raise ValueError(f"answer policy {key!r}: unknown claim {kind!r} ({', '.join(sorted(RULE_KINDS))})")
+            if {"drivers": "driver"}.get(kind, kind) not in FITS[intent]:  # type: ignore[index]  # checked above
+                raise ValueError(f"answer policy {key!r}: {kind!r} does not answer a {intent} question")
 
 
 def explaining_drivers(facts: BillFacts) -> list[int]:
@@ -126,9 +128,17 @@ def _claims(kind: str, facts: BillFacts, focus: Sequence[int], said: Sequence[Cl
     if kind == "drivers":
         run = explaining_drivers(facts)
         fresh = [n for n in run if not any(same_claim(_driver(facts, n), c) for c in said)]
-        if run and not fresh:  # "why?" again: one level deeper, the drivers after the run
-            fresh = [n for n in range(len(run) + 1, min(len(facts.drivers), MAX_DRIVERS) + 1)][:2]
-        return [_driver(facts, n) for n in fresh]
+        if fresh or not run:
+            return [_driver(facts, n) for n in fresh]
+        # "Why?" once the run is said: one level deeper, the largest lines behind its drivers (with
+        # their dates and amounts), then the drivers after it.
+        labels = {facts.drivers[n - 1].label for n in run} - {None}
+        lines = [Transaction(n=n) for n, e in enumerate(items(facts), start=1) if e.label in labels]
+        lines = [c for c in lines if not any(same_claim(c, s) for s in said)][:2]
+        after = range(len(run) + 1, min(len(facts.drivers), MAX_DRIVERS) + 1)
+        return (
+            lines or [_driver(facts, n) for n in after if not any(same_claim(_driver(facts, n), s) for s in said)][:2]
+        )
     if kind in ("still_to_pay", "minimum_due", "next_step") and paid:
         return []  # nothing is left to pay: the status says so
     simple: dict[str, Claim] = {

@@ -11,7 +11,8 @@ import msgspec
 
 from app.domain.facts import PaymentStatus
 
-MAX_CLAIMS = 8  # the required claims of a two-part question and the model's own
+MAX_CLAIMS = 5  # a plan's claims; more when its required claims are more (then these and MAX_ADDED)
+MAX_ADDED = 3  # the claims a model may add to the required ones
 
 Direction = Literal["up", "down", "same"]
 DriverDirection = Literal["up", "down"]

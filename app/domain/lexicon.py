@@ -122,8 +122,9 @@ ACKNOWLEDGEMENT = re.compile(
 ELLIPTICAL = re.compile(
     r"\b(?:why|how\s+come|and|really|anything\s+else|what\s+else|any\s+others?|is\s+that\s+(?:it|all|the\s+only)"
     r"|only\s+reason|explain|details?|tell\s+me\s+more|go\s+on|what\s+about|how\s+about"
-    r"|avoid\w*|waive[ds]?|get\s+rid\s+of|prevent)\b"
+    r"|avoid\w*|waive[ds]?|get\s+rid\s+of|prevent|again|repeat|by\s+when|how\s+much)\b"
     r"|为什么|为啥|怎么回事|还有别的|还有吗|还有其他|别的呢|就这个|就这些|只有这个|详细|具体|说说|免|避免|呢\W*$"
+    r"|再说|重复|多少|几号|哪天"
 )
 # "and the interest?", "那年费呢", "and the minimum?": the question goes on from the previous turn.
 CONTINUATION = re.compile(r"^\W*(?:and|so|then|what\s+about|how\s+about)\b|^\W*那|呢\W*$")

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from app.domain.claims import (
+    MAX_ADDED,
     MAX_CLAIMS,
     Change,
     Claim,
@@ -53,7 +54,9 @@ FITS: dict[Intent, frozenset[str]] = {
         ("change", "driver", "payment_status", "still_to_pay", "minimum_due", "fees_interest", *_ANY_INTENT)
     ),
     "charge": frozenset(("transaction", "driver", "no_answer", *_ANY_INTENT)),
-    "fees_interest": frozenset(("fees_interest", "transaction", *_ANY_INTENT)),
+    "fees_interest": frozenset(
+        ("fees_interest", "transaction", "payment_status", "still_to_pay", "minimum_due", *_ANY_INTENT)
+    ),
     "payment": frozenset(("payment_status", "paid_since_close", "still_to_pay", "minimum_due", *_ANY_INTENT)),
 }
 # A claim whose content an earlier one already said is left out ("nothing is said twice").
@@ -85,6 +88,7 @@ class Allowed(NamedTuple):
     # intent's lead first.
     required: tuple[Claim, ...] | None = None
     said: tuple[Claim, ...] = ()  # said earlier in the conversation: not offered again
+    limit: int = MAX_CLAIMS  # claims in one plan
 
 
 class PlanCheck:
@@ -113,6 +117,7 @@ class PlanCheck:
         self.focus = {i for i, e in enumerate(self.items, start=1) if e.label.lower() in wanted}
         self.required = tuple(required) if required is not None else None
         self.said = tuple(said)
+        self.limit = max(MAX_CLAIMS, len(self.required or ()) + MAX_ADDED)  # claims in one plan
         self.seen: list[Claim] = []
         self._cause_first = intent == "bill_change" and bool(facts.difference) and bool(facts.drivers)
 
@@ -133,9 +138,9 @@ class PlanCheck:
     def check(self, claim: Claim) -> Reason | None:
         kind = kind_of(claim)
         facts, status = self.facts, self.facts.payment.status
-        if len(self.seen) == MAX_CLAIMS:
-            return Reason(rule="invalid_plan", detail=f"more than {MAX_CLAIMS} claims")
-        if kind not in self.fits:
+        if len(self.seen) == self.limit:
+            return Reason(rule="invalid_plan", detail=f"more than {self.limit} claims")
+        if kind not in self.fits and not any(same_claim(claim, r) for r in self.required or ()):
             return Reason(rule="off_intent", detail=f"{kind} for {'+'.join(self.intents)}")
         if isinstance(claim, Change) and claim.direction != sign_word(facts.difference):
             return Reason(
@@ -196,6 +201,7 @@ class PlanCheck:
             intents=self.intents,
             required=self.required,
             said=self.said,
+            limit=self.limit,
         )
 
     def ready(self) -> bool:
@@ -209,7 +215,7 @@ class PlanCheck:
         the conversation said already."""
         if self.required is None:
             return ordered(self.seen, self.intent)
-        fresh = [c for c in self.seen if c in self.required or not any(same_claim(c, s) for s in self.said)]
+        fresh = [c for c in self.seen if not any(same_claim(c, s) for s in self.said if s not in self.required)]
         return ordered(fresh, self.intent, lead_first=False)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from app.domain.claims import CLAIM_TYPES, MAX_CLAIMS, WORDINGS, Claim, kind_of
+from app.domain.claims import CLAIM_TYPES, WORDINGS, Claim, kind_of
 from app.domain.plan import FITS, LEAD, Allowed, same_claim
 from app.domain.vocabulary import Intent
 
@@ -63,7 +63,7 @@ def _others(allowed: Allowed, taken: tuple[Claim, ...]) -> list[dict[str, Any]]:
     """The claims a plan may add after its first ones, one schema each, `taken` excluded: every true
     claim of a kind that fits the question, no "no_answer" (it only ever leads), without an answer
     policy no second lead but a transaction of several."""
-    kinds = [k for k in CLAIM_TYPES if k != "no_answer" and any(k in FITS[i] for i in _intents(allowed))]
+    kinds = [k for k in CLAIM_TYPES if k != "no_answer" and any(k in FITS.get(i, ()) for i in _intents(allowed))]
     if allowed.required is None:
         lead = LEAD[allowed.intent]
         kinds = [k for k in kinds if k not in lead or (k == "transaction" and len(allowed.transactions) > 1)]
@@ -86,10 +86,10 @@ def _intents(allowed: Allowed) -> tuple[Intent, ...]:
     return allowed.intents or (allowed.intent,)
 
 
-def _array(first: list[dict[str, Any]], rest: list[dict[str, Any]]) -> dict[str, Any]:
+def _array(first: list[dict[str, Any]], rest: list[dict[str, Any]], limit: int) -> dict[str, Any]:
     array: dict[str, Any] = {"type": "array", "prefixItems": first, "minItems": max(1, len(first))}
     if rest:
-        return {**array, "items": {"anyOf": rest}, "maxItems": MAX_CLAIMS}
+        return {**array, "items": {"anyOf": rest}, "maxItems": limit}
     return {**array, "items": False, "maxItems": len(first)}
 
 
@@ -105,16 +105,16 @@ def plan_schema(allowed: Allowed) -> dict[str, Any]:
     first = [_fixed(c) for c in required]
     rest = _others(allowed, (*required, *allowed.said))
     if required:
-        return _plan([_array(first, rest)])
+        return _plan([_array(first, rest, allowed.limit)])
     branches: list[dict[str, Any]] = []
     lead = [c for k in sorted(LEAD[allowed.intent] - {"no_answer"}) for c in _claims(k, allowed)]
     if lead:
         first = [{"anyOf": lead}]
         if allowed.cause_first:
             first.append({"anyOf": _claims("driver", allowed)})
-        branches.append(_array(first, rest))
+        branches.append(_array(first, rest, allowed.limit))
     if allowed.no_answer:
-        branches.append(_array([_claim("no_answer")], _claims("next_step", allowed)))
+        branches.append(_array([_claim("no_answer")], _claims("next_step", allowed), allowed.limit))
     return _plan(branches)
 
 

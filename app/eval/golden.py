@@ -35,9 +35,21 @@ class CaseIn(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     status: PaymentStatus  # the payment status the as-of date is chosen for: checked the same way
 
 
+class DialogueIn(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """A conversation about one statement: each turn a follow-up of the turns before (or a two-part
+    question), answered with what they said (app/eval/dialogues.py)."""
+
+    id: str
+    account: str
+    locale: Locale
+    as_of: date
+    turns: list[str]
+
+
 class GoldenFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     accounts: list[AccountIn]
     cases: list[CaseIn]
+    dialogues: list[DialogueIn] = []
 
 
 class GoldenCase(msgspec.Struct, frozen=True, kw_only=True):
@@ -97,6 +109,27 @@ def load(path: Path = GOLDEN_PATH, limit: int | None = None) -> list[GoldenCase]
         intent = classify(case.question, facts.labels)
         cases.append(GoldenCase(id=case.id, question=case.question, locale=case.locale, intent=intent, facts=facts))
     return cases
+
+
+class GoldenDialogue(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    locale: Locale
+    facts: BillFacts
+    turns: list[str]
+
+
+def load_dialogues(path: Path = GOLDEN_PATH) -> list[GoldenDialogue]:
+    golden = load_file(path)
+    accounts = {a.ref: a for a in golden.accounts}
+    return [
+        GoldenDialogue(
+            id=d.id,
+            locale=d.locale,
+            facts=compute_facts(history(accounts[d.account], d.locale), d.as_of),
+            turns=d.turns,
+        )
+        for d in golden.dialogues
+    ]
 
 
 def merchants(path: Path = GOLDEN_PATH) -> set[str]:

@@ -5,6 +5,8 @@ The gate (`--baseline A --candidate B`) fails when the candidate, on the same go
 - any more status flips than the baseline (a status flip is an incident: zero tolerance);
 - a wrong-amount, wrong-direction or wrong-driver rate more than 1 point (0.01) above the baseline's;
 - a share of answers served as the model's more than 5 points (0.05) below the baseline's;
+- a share of served answers complete against the answer policy below the baseline's, on the cases or
+  on the golden dialogues' turns (any loss fails), or more claims repeated across those turns;
 - a P99 time to first token more than 1.5x the baseline's and more than 50 ms above it (the floor
   keeps millisecond noise on a fast engine from failing the gate).
 Rates are per case run (a case with two wrong amounts counts once for that kind).
@@ -18,6 +20,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from app.eval.dialogues import TurnResult
 from app.eval.keyfields import KINDS, Kind
 from app.eval.run import CaseResult, Profile
 from app.replay.charts import bar_chart
@@ -61,12 +64,22 @@ class Summary(msgspec.Struct, frozen=True, kw_only=True):
     # Answers served as the model's whose text has a key-field error: none, by construction (the
     # service says checked claims in reviewed wordings); counted so that a regression shows.
     served_errors: int
+    # Served answers that say every claim the answer policy requires (app/domain/answer_policy.py):
+    # their share of the served answers, overall and by intent and locale ("payment/zh-CN").
+    complete_share: float
+    complete_by: dict[str, float]
     errors: dict[str, int]  # key-field error kind -> cases with at least one (served text or refused plan)
     error_rates: dict[str, float]  # the same per case run
     ttft_ms: Latency
     e2e_ms: Latency
     tokens: Tokens  # totals over the cases
     results: list[CaseResult]
+    # The golden dialogues' turns (app/eval/dialogues.py): served share, complete share of the served,
+    # and claims said again without being asked for.
+    dialogue_turns: list[TurnResult] = []
+    dialogue_served_share: float = 1.0
+    dialogue_complete_share: float = 1.0
+    repeated_claims: int = 0
 
 
 def _latency(values: Sequence[float]) -> Latency:
@@ -75,8 +88,13 @@ def _latency(values: Sequence[float]) -> Latency:
     return Latency(p50=round(percentile(values, 50), 1), p99=round(percentile(values, 99), 1))
 
 
-def summarize(profile: Profile, model: str, results: Sequence[CaseResult]) -> Summary:
+def _complete(served: Sequence[CaseResult]) -> float:
+    return sum(not r.missing for r in served) / len(served) if served else 1.0
+
+
+def summarize(profile: Profile, model: str, results: Sequence[CaseResult], turns: Sequence[TurnResult] = ()) -> Summary:
     n = len(results)
+    served_turns = [t for t in turns if t.served_as_model]
     served = sum(r.served_as_model for r in results)
     errors: dict[str, int] = {kind: sum(any(f.kind == kind for f in r.findings) for r in results) for kind in KINDS}
     return Summary(
@@ -94,6 +112,12 @@ def summarize(profile: Profile, model: str, results: Sequence[CaseResult]) -> Su
         },
         fallbacks=dict(Counter(r.reason for r in results if r.reason is not None).most_common()),
         served_errors=sum(r.served_as_model and bool(r.findings) for r in results),
+        complete_share=_complete([r for r in results if r.served_as_model]),
+        complete_by={
+            group: _complete(mine)
+            for group in sorted({f"{r.intent}/{r.locale}" for r in results})
+            if (mine := [r for r in results if r.served_as_model and f"{r.intent}/{r.locale}" == group])
+        },
         errors=errors,
         error_rates={kind: count / n if n else 0.0 for kind, count in errors.items()},
         ttft_ms=_latency([r.ttft_ms for r in results if r.ttft_ms is not None]),
@@ -104,6 +128,10 @@ def summarize(profile: Profile, model: str, results: Sequence[CaseResult]) -> Su
             completion=sum(r.completion_tokens for r in results),
         ),
         results=list(results),
+        dialogue_turns=list(turns),
+        dialogue_served_share=len(served_turns) / len(turns) if turns else 1.0,
+        dialogue_complete_share=sum(not t.missing for t in served_turns) / len(served_turns) if served_turns else 1.0,
+        repeated_claims=sum(len(t.repeated) for t in turns),
     )
 
 
@@ -130,6 +158,21 @@ def gate(baseline: Summary, candidate: Summary, limits: Thresholds = DEFAULT_THR
         failed.append(
             f"served as model: {candidate.served_share:.1%} against {baseline.served_share:.1%} "
             f"(more than -{limits.served_points:.0%} fails)"
+        )
+    if candidate.complete_share < baseline.complete_share - 1e-9:
+        failed.append(
+            f"complete answers: {candidate.complete_share:.1%} of served against {baseline.complete_share:.1%} "
+            "(any loss fails)"
+        )
+    if candidate.dialogue_complete_share < baseline.dialogue_complete_share - 1e-9:
+        failed.append(
+            f"complete dialogue turns: {candidate.dialogue_complete_share:.1%} of served against "
+            f"{baseline.dialogue_complete_share:.1%} (any loss fails)"
+        )
+    if candidate.repeated_claims > baseline.repeated_claims:
+        failed.append(
+            f"claims repeated in dialogues: {candidate.repeated_claims} against {baseline.repeated_claims} "
+            "(any increase fails)"
         )
     base_p99, cand_p99 = baseline.ttft_ms.p99, candidate.ttft_ms.p99
     if (
@@ -162,17 +205,23 @@ class Report(msgspec.Struct, frozen=True, kw_only=True):
 
 def table(summaries: Sequence[Summary]) -> str:
     """The figures as text, one profile a line."""
-    header = f"{'profile':<16} {'cases':>5} {'served':>7} " + " ".join(f"{k:>15}" for k in KINDS)
+    header = f"{'profile':<16} {'cases':>5} {'served':>7} {'complete':>8} " + " ".join(f"{k:>15}" for k in KINDS)
     header += f" {'TTFT P50':>9} {'P99':>8} {'e2e P50':>9} {'P99':>8}  served by locale; fallbacks"
     lines = [header]
     for s in summaries:
         kinds = " ".join(f"{s.errors[k]:>6} ({s.error_rates[k]:>5.1%})" for k in KINDS)
         lines.append(
-            f"{s.label:<16} {s.cases:>5} {s.served_share:>7.1%} {kinds} "
+            f"{s.label:<16} {s.cases:>5} {s.served_share:>7.1%} {s.complete_share:>8.1%} {kinds} "
             f"{_ms(s.ttft_ms.p50):>9} {_ms(s.ttft_ms.p99):>8} {_ms(s.e2e_ms.p50):>9} {_ms(s.e2e_ms.p99):>8}  "
             + " ".join(f"{locale} {share:.1%}" for locale, share in s.served_by_locale.items())
             + f"; {s.fallbacks or ''}"
         )
+        if s.dialogue_turns:
+            lines.append(
+                f"{'':<16} dialogues: {len(s.dialogue_turns)} turns, served {s.dialogue_served_share:.1%}, "
+                f"complete {s.dialogue_complete_share:.1%} of served, {s.repeated_claims} claims repeated; "
+                "complete by intent/locale: " + ", ".join(f"{k} {v:.0%}" for k, v in s.complete_by.items())
+            )
     return "\n".join(lines)
 
 
@@ -191,6 +240,7 @@ def html_report(report: Report, title: str = "Key-field gate") -> str:
             "model",
             "cases",
             "served as model",
+            "complete (of served)",
             *KINDS,
             "TTFT P50/P99 ms",
             "e2e P50/P99 ms",
@@ -200,7 +250,7 @@ def html_report(report: Report, title: str = "Key-field gate") -> str:
     )
     rows = "".join(
         f"<tr><td>{html.escape(s.label)}</td><td>{s.engine}</td><td>{html.escape(s.model)}</td><td>{s.cases}</td>"
-        f"<td>{s.served_share:.1%}</td>"
+        f"<td>{s.served_share:.1%}</td><td>{s.complete_share:.1%}</td>"
         + "".join(f"<td>{s.errors[k]} ({s.error_rates[k]:.1%})</td>" for k in KINDS)
         + f"<td>{_ms(s.ttft_ms.p50)} / {_ms(s.ttft_ms.p99)}</td><td>{_ms(s.e2e_ms.p50)} / {_ms(s.e2e_ms.p99)}</td>"
         f"<td>{s.tokens.prompt} / {s.tokens.cached} / {s.tokens.completion}</td>"

@@ -20,8 +20,9 @@ from time import perf_counter
 import msgspec
 
 from app import demo
-from app.answers.generation import generate
-from app.answers.planning import plan_job
+from app.answers.generation import Outcome, generate
+from app.answers.planning import PlanJob, plan_job
+from app.domain.plan import same_claim
 from app.domain.policy import TenantPolicy
 from app.domain.vocabulary import ChatTemplate, EngineKind
 from app.eval.golden import GoldenCase
@@ -60,11 +61,39 @@ class CaseResult(msgspec.Struct, frozen=True, kw_only=True):
     text: str  # the answer the plan said, when it was accepted ("" otherwise)
     plan: str  # the claims the model wrote (JSON), as far as they could be read
     findings: list[Finding]
+    # The claims the answer policy requires of this case (app/domain/answer_policy.py) that the served
+    # answer does not say: empty for a complete answer (and for one not served).
+    missing: list[str] = []
     ttft_ms: float | None
     e2e_ms: float
     prompt_tokens: int
     cached_tokens: int
     completion_tokens: int
+
+
+async def ask_plan(engine: Engine, job: PlanJob, timeout_s: float) -> tuple[Outcome, Stopwatch, float | None, float]:
+    """The job's plan through `generate`, like the service: the outcome, its stage times, when its
+    first text came (for a request that timed out: the only first-text time there is) and end to end."""
+    stopwatch = Stopwatch()
+    started = perf_counter()
+    outcome = None
+    first_text_ms: float | None = None
+    async for item in generate(
+        engine,
+        job.request,
+        check=job.check,
+        realizer=job.realizer,
+        timeout_s=timeout_s,
+        stopwatch=stopwatch,
+        prefill=job.prefill,
+    ):
+        if isinstance(item, str):
+            if first_text_ms is None:
+                first_text_ms = (perf_counter() - started) * 1000
+        else:
+            outcome = item
+    assert outcome is not None  # generate always ends with one
+    return outcome, stopwatch, first_text_ms, (perf_counter() - started) * 1000
 
 
 def demo_policy() -> TenantPolicy:
@@ -103,32 +132,15 @@ async def run_case(
         priority=0,
         max_tokens=max_tokens,
     )
-    stopwatch = Stopwatch()
-    started = perf_counter()
-    outcome = None
-    first_text_ms: float | None = None  # when the engine never finishes (a timeout), the first text seen here
-    async for item in generate(
-        engine,
-        job.request,
-        check=job.check,
-        realizer=job.realizer,
-        timeout_s=timeout_s,
-        stopwatch=stopwatch,
-        prefill=job.prefill,
-    ):
-        if isinstance(item, str):
-            if first_text_ms is None:
-                first_text_ms = (perf_counter() - started) * 1000
-        else:
-            outcome = item
-    e2e_ms = (perf_counter() - started) * 1000
-    assert outcome is not None  # generate always ends with one
+    outcome, stopwatch, first_text_ms, e2e_ms = await ask_plan(engine, job, timeout_s)
     reason = outcome.reason
     text = outcome.text or ""
     findings = key_field_errors(text, case.facts, case.intent, known=known) if text else []
     if reason is not None and reason.rule in PLAN_ERRORS:
         findings.append(Finding(kind=PLAN_ERRORS[reason.rule], detail=f"plan: {reason}"))
     usage = outcome.usage
+    said = [c.claim for c in outcome.claims or []]
+    missing = [c for c in job.check.required or () if not any(same_claim(c, s) for s in said)]
     return CaseResult(
         id=case.id,
         intent=case.intent,
@@ -139,6 +151,7 @@ async def run_case(
         text=text,
         plan=msgspec.json.encode(outcome.plan or []).decode(),
         findings=findings,
+        missing=[msgspec.json.encode(c).decode() for c in missing] if outcome.text is not None else [],
         ttft_ms=stopwatch.stages.get("ttft", first_text_ms),
         e2e_ms=e2e_ms,
         prompt_tokens=usage.prompt_tokens if usage else 0,

@@ -45,7 +45,8 @@ def _eval_page() -> str:
         return Summary(
             label=label, engine="sglang", target=None, model="fake/model", cases=80, served_as_model=80 - flips,
             served_share=(80 - flips) / 80, served_by_locale={"en": 1.0, "zh-CN": 1.0}, fallbacks={},
-            served_errors=0, errors=errors, error_rates={k: v / 80 for k, v in errors.items()},
+            served_errors=0, complete_share=1.0, complete_by={"payment/en": 1.0},
+            errors=errors, error_rates={k: v / 80 for k, v in errors.items()},
             ttft_ms=Latency(p50=40.0, p99=90.0), e2e_ms=Latency(p50=200.0, p99=400.0),
             tokens=Tokens(prompt=1000, cached=800, completion=500), results=[],
         )  # fmt: skip

@@ -135,7 +135,8 @@ async def test_an_instruction_in_a_question_never_becomes_the_cached_answer(
     fake_sglang.fake.scripts.append(Script(text=OWN))  # the model obeys: a valid plan, but theirs
     october = {"statement_period_end": "2026-10-31"}
     mine = await ask(llm, bank, question=injected, **october)
-    assert (mine["source"], mine["explanation"]) == ("model", OWN_SHOWN)  # what the model made of it
+    assert mine["source"] == "model"  # what the model made of it, after the claims the question requires
+    assert mine["explanation"].startswith(OWN_SHOWN.split(". ")[0])
     later = await ask(llm, bank, question="Why is my bill higher than last month?", **october)
     assert (later["source"], later["explanation"]) == ("cache", SHOWN)  # the canonical answer, not theirs
 

@@ -13,7 +13,8 @@ def summary(label: str, *, errors: dict[str, int] | None = None, served: int = 8
     counts = ZERO | (errors or {})
     return Summary(
         label=label, engine="sglang", target=None, model="m", cases=100, served_as_model=served,
-        served_share=served / 100, served_by_locale={}, fallbacks={}, served_errors=0, errors=counts,
+        served_share=served / 100, served_by_locale={}, fallbacks={}, served_errors=0, complete_share=1.0,
+        complete_by={}, errors=counts,
         error_rates={k: v / 100 for k, v in counts.items()},
         ttft_ms=Latency(p50=100.0, p99=ttft_p99), e2e_ms=Latency(p50=900.0, p99=2000.0),
         tokens=Tokens(prompt=1, cached=0, completion=1), results=[],
@@ -62,3 +63,10 @@ def test_p99_ttft_may_grow_by_half_or_by_50_ms() -> None:
 
 def test_any_served_key_field_error_fails() -> None:
     assert gate(BASE, candidate(served_errors=1)) == ["key-field errors served: 1 answers (any fails)"]
+
+
+def test_a_served_answer_that_loses_a_required_claim_fails() -> None:
+    assert gate(BASE, candidate(complete_share=1.0)) == []
+    assert gate(BASE, candidate(complete_share=0.99)) == [
+        "complete answers: 99.0% of served against 100.0% (any loss fails)"
+    ]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from datetime import date
 
 import msgspec
@@ -30,28 +29,9 @@ from app.domain.slots import items
 from app.domain.vocabulary import Intent
 from tests.generated_facts import accepted_alone, candidate_claims, random_facts
 from tests.histories import GYM, OCT, SEP, history
+from tests.plans import grammar_regex
 
 INTENTS: list[Intent] = ["bill_change", "charge", "fees_interest", "payment"]
-_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|[()|?]|\{\d+,\d+\}|[a-z][a-z0-9-]*')
-
-
-def grammar_regex(grammar: str) -> re.Pattern[str]:
-    """The grammar as a regular expression: it has no recursion, so each rule name is replaced by
-    its own expression."""
-    rules = dict(line.split(" ::= ", 1) for line in grammar.strip().splitlines())
-
-    def expand(name: str) -> str:
-        out = []
-        for token in _TOKEN.findall(rules[name]):
-            if token.startswith('"'):
-                out.append(re.escape(json.loads(token)))
-            elif token in ("(", ")", "|", "?") or token.startswith("{"):
-                out.append("(?:" if token == "(" else token)
-            else:
-                out.append(f"(?:{expand(token)})")
-        return "".join(out)
-
-    return re.compile(expand("root"))
 
 
 def compact(claims: list[Claim]) -> str:
