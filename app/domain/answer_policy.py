@@ -133,12 +133,10 @@ def _claims(kind: str, facts: BillFacts, focus: Sequence[int], said: Sequence[Cl
         # "Why?" once the run is said: one level deeper, the largest lines behind its drivers (with
         # their dates and amounts), then the drivers after it.
         labels = {facts.drivers[n - 1].label for n in run} - {None}
-        lines = [Transaction(n=n) for n, e in enumerate(items(facts), start=1) if e.label in labels]
-        lines = [c for c in lines if not any(same_claim(c, s) for s in said)][:2]
-        after = range(len(run) + 1, min(len(facts.drivers), MAX_DRIVERS) + 1)
-        return (
-            lines or [_driver(facts, n) for n in after if not any(same_claim(_driver(facts, n), s) for s in said)][:2]
-        )
+        lines: list[Claim] = [Transaction(n=n) for n, e in enumerate(items(facts), start=1) if e.label in labels]
+        after: list[Claim] = [_driver(facts, n) for n in range(len(run) + 1, min(len(facts.drivers), MAX_DRIVERS) + 1)]
+        lines, after = ([c for c in cs if not any(same_claim(c, s) for s in said)] for cs in (lines, after))
+        return (lines or after)[:2]
     if kind in ("still_to_pay", "minimum_due", "next_step") and paid:
         return []  # nothing is left to pay: the status says so
     simple: dict[str, Claim] = {
