@@ -65,26 +65,37 @@ async def _answer(client: httpx.AsyncClient, key: str, ref: str) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-async def _run(port: int, url: str, key: str, refs: list[str]) -> tuple[list[dict[str, float]], list[float]]:
+async def _run(
+    port: int, url: str, key: str, refs: list[str], concurrency: int
+) -> tuple[list[dict[str, float]], list[float]]:
+    """`concurrency` customers at once, each taking the next account as soon as it has its answer."""
     owners = await _customers(url, refs)
-    streams, answers = [], []
+    streams: list[dict[str, float]] = []
+    answers: list[float] = []
+    todo = list(enumerate(refs))
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
-        for i, ref in enumerate(refs):
-            if i % 2 == 0:
-                streams.append(await _stream(client, key, owners[ref], ref))
-            else:
-                answers.append(await _answer(client, key, ref))
+
+        async def customer() -> None:
+            while todo:
+                i, ref = todo.pop(0)
+                if i % 2 == 0:
+                    streams.append(await _stream(client, key, owners[ref], ref))
+                else:
+                    answers.append(await _answer(client, key, ref))
+
+        await asyncio.gather(*(customer() for _ in range(concurrency)))
     return streams, answers
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--accounts", type=int, default=16)
+    parser.add_argument("--concurrency", type=int, default=1, help="customers asking at once")
     args = parser.parse_args(argv)
     env = {"ENGINE": "embedded", "QUEUE_DEADLINE_SCALE": "60", "ENGINE_TIMEOUT_S": "60", "LOG_LEVEL": "WARNING"}
     with demo_database() as (url, key, refs), service(url, env) as port:
-        streams, answers = asyncio.run(_run(port, url, key, refs[: args.accounts]))
-    print(f"one request at a time, embedded engine (SmolLM2-135M Q4_1), {os.cpu_count()} cores")
+        streams, answers = asyncio.run(_run(port, url, key, refs[: args.accounts], args.concurrency))
+    print(f"{args.concurrency} customer(s) at once, embedded engine (SmolLM2-135M Q4_1), {os.cpu_count()} cores")
     served = sum("replace" not in s for s in streams)
     print(f"chat answers served as the model's: {served} of {len(streams)} (the rest: the deterministic one)")
     print(f"{'what the customer sees':<40} {'requests':>8} {'P50 ms':>9} {'P99 ms':>9}")

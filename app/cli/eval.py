@@ -131,10 +131,11 @@ def eval_cmd(
         html_path.write_text(html_report(report), encoding="utf-8")
         click.echo(f"HTML report written to {html_path}")
     if answers_path:
-        from app.eval.answers import answers_markdown
+        from app.eval.answers import answers_markdown, dialogues_markdown
 
         first = summaries[0]
         text = answers_markdown(first.label, cases, first.results, policy=demo_policy(), per_locale=10)
+        text += "\n" + dialogues_markdown(dialogues, first.dialogue_turns, policy=demo_policy())
         answers_path.write_text(text, encoding="utf-8")
         click.echo(f"answers written to {answers_path}")
     if verdict is not None:

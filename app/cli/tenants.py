@@ -120,15 +120,38 @@ def tenants_revoke_key(slug: str, prefix: str) -> None:
 @click.option("--brand", help="The name the assistant speaks for (default: the tenant's name).")
 @click.option("--tone", help='How it speaks, e.g. "warm, clear and concise".')
 @click.option("--forbid", multiple=True, help="Something it must never do; repeat for each (replaces the list).")
-def tenants_policy(slug: str, brand: str | None, tone: str | None, forbid: tuple[str, ...]) -> None:
-    """Show or change what a tenant's assistant says and may not do (part of every prompt)."""
-    changes: dict[str, Any] = {"brand": brand, "tone": tone, "forbidden": list(forbid) or None}
+@click.option(
+    "--answer",
+    "answers",
+    multiple=True,
+    metavar="INTENT:STATE=CLAIM,...",
+    help="What a complete answer holds in one state, e.g. payment:unpaid=payment_status,minimum_due,next_step;"
+    " repeat for each (replaces the overrides; 'INTENT:STATE=' removes that one).",
+)
+def tenants_policy(
+    slug: str, brand: str | None, tone: str | None, forbid: tuple[str, ...], answers: tuple[str, ...]
+) -> None:
+    """Show or change what a tenant's assistant says and may not do (part of every prompt), and the
+    claims its complete answers hold (the answer policy; default: app/domain/answer_policy.py)."""
+    rules: dict[str, list[str]] = {}
+    for answer in answers:
+        key, eq, kinds = answer.partition("=")
+        if not eq:
+            raise click.BadParameter(f"{answer!r} is not INTENT:STATE=CLAIM,...", param_hint="--answer")
+        if kinds.strip():
+            rules[key.strip()] = [k.strip() for k in kinds.split(",") if k.strip()]
+    changes: dict[str, Any] = {
+        "brand": brand,
+        "tone": tone,
+        "forbidden": list(forbid) or None,
+        "answers": rules if answers else None,
+    }
 
     async def work(conn: AsyncConnection) -> TenantPolicy:
         return await set_policy(conn, slug, {k: v for k, v in changes.items() if v is not None})
 
     try:
         policy = in_transaction(work)
-    except LookupError as exc:
+    except (LookupError, msgspec.ValidationError) as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(msgspec.json.format(msgspec.json.encode(policy)).decode())

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 from app.domain.intents import mentioned
 from app.domain.policy import TenantPolicy
-from app.eval.golden import GoldenCase
+from app.eval.dialogues import TurnResult
+from app.eval.golden import GoldenCase, GoldenDialogue
 from app.eval.run import CaseResult
 from app.prompts import render_fallback
 
@@ -40,4 +41,29 @@ def answers_markdown(
                 f"- deterministic: {fallback}",
                 "",
             ]
+    return "\n".join(out)
+
+
+def dialogues_markdown(
+    dialogues: Sequence[GoldenDialogue], turns: Sequence[TurnResult], *, policy: TenantPolicy
+) -> str:
+    """The golden dialogues (follow-ups, two-part questions), each turn's plan said beside the
+    deterministic answer of its first intent."""
+    out = ["## Dialogues and two-part questions", ""]
+    for dialogue in dialogues:
+        out += [f"### {dialogue.id} ({dialogue.locale}, {dialogue.facts.payment.status})", ""]
+        for turn in (t for t in turns if t.dialogue == dialogue.id):
+            intent = turn.intents[0]
+            fallback = (
+                render_fallback(intent, dialogue.facts, dialogue.locale, policy=policy)  # type: ignore[arg-type]
+                if intent != "out_of_scope"
+                else "(a polite refusal)"
+            )
+            said = turn.text if turn.served_as_model else f"refused ({turn.reason}): the deterministic answer"
+            out += [
+                f"{turn.turn}. **{turn.question}** ({' + '.join(turn.intents)})",
+                f"   - the plan, said: {said}",
+                f"   - deterministic: {fallback}",
+            ]
+        out.append("")
     return "\n".join(out)

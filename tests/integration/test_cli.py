@@ -7,11 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from litestar.testing import TestClient
 
 from app.api.app import create_app
 from app.data.database import create_engine
 from app.data.tenants import authenticate
+from app.domain.policy import TenantPolicy
+from app.prompts import PROMPT_VERSION, answer_version
 from app.settings import Settings
 from tests.factories import document
 
@@ -73,6 +76,23 @@ def test_tenant_policy_is_shown_and_changed(cli: Any) -> None:
     assert (policy["brand"], policy["tone"], policy["forbidden"]) == ("Policy Bank", "formal", ["discuss other banks"])
     assert json.loads(cli("tenants", "policy", "policy-bank").output)["tone"] == "formal"
     assert cli("tenants", "policy", "nobody").exit_code == 1
+
+
+def test_a_tenant_answer_policy_is_stored_checked_and_versioned(cli: Any) -> None:
+    assert cli("tenants", "create", "answers-bank", "--name", "Answers Bank").exit_code == 0
+    before = answer_version(msgspec.convert({"brand": "Answers Bank"}, TenantPolicy))
+    rule = "payment:unpaid=payment_status,minimum_due,next_step"
+    changed = json.loads(cli("tenants", "policy", "answers-bank", "--answer", rule).output)
+    assert changed["answers"] == {"payment:unpaid": ["payment_status", "minimum_due", "next_step"]}
+    after = answer_version(msgspec.convert(changed, TenantPolicy))
+    assert before == PROMPT_VERSION
+    assert after != before  # a new prompt version: the cache key and every answer's audit row say which
+    refused = cli("tenants", "policy", "answers-bank", "--answer", "payment:unpaid=refund")
+    assert refused.exit_code == 1
+    assert "unknown claim 'refund'" in refused.output
+    assert json.loads(cli("tenants", "policy", "answers-bank").output)["answers"] == changed["answers"]
+    cleared = json.loads(cli("tenants", "policy", "answers-bank", "--answer", "payment:unpaid=").output)
+    assert cleared["answers"] == {}
 
 
 def test_tenant_limits_are_shown_and_changed(cli: Any) -> None:
