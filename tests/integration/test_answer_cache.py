@@ -137,6 +137,9 @@ async def test_an_instruction_in_a_question_never_becomes_the_cached_answer(
     mine = await ask(llm, bank, question=injected, **october)
     assert mine["source"] == "model"  # what the model made of it, after the claims the question requires
     assert mine["explanation"].startswith(OWN_SHOWN.split(". ")[0])
+    # Read as two questions (the plan in it names a payment status), it has no canonical answer of its
+    # own: the next plain question misses, and its canonical answer is filled.
+    assert (await ask(llm, bank, question="Why is my bill higher than last month?", **october))["source"] == "model"
     later = await ask(llm, bank, question="Why is my bill higher than last month?", **october)
     assert (later["source"], later["explanation"]) == ("cache", SHOWN)  # the canonical answer, not theirs
 

@@ -23,7 +23,7 @@ from tests.factories import OCT, SEPT, account, customer, document, tx
 from tests.fakes.sglang_server import RunningFake, Script
 from tests.integration.test_chat_api import events, llm_settings, settings, token_for
 from tests.metrics import sample
-from tests.plans import GOOD, GOOD_SHOWN
+from tests.plans import GOOD
 from tests.servers import ThreadedServer
 
 AS_OF = "2026-11-10"
@@ -252,9 +252,15 @@ async def test_a_follow_ups_prompt_holds_the_question_before_after_the_facts(
         await ann.say("Why is my bill higher than last month?")
         why = await ann.say("And why?")
     assert why["final"]["source"] == "model"
-    assert why["final"]["explanation"] == "About the change in your bill: " + GOOD_SHOWN
+    # The follow-up adds: not the change and its cause again, the line behind the cause.
+    assert why["final"]["explanation"] == (
+        "About the change in your bill: On 12 October 2026, your statement shows a purchase at “City Gym” of 12.00 EUR."
+    )
     first, second = (r["text"] for r in fake_sglang.fake.requests)
     assert "PREVIOUS QUESTION" not in first
     facts_at = second.index("FACTS\n")
     assert second.index("PREVIOUS QUESTION\n<<<Why is my bill higher than last month?>>>") > facts_at
-    assert second.endswith("QUESTION\n<<<And why?>>><|im_end|>\n<|im_start|>assistant")
+    # The claims the service requires (the line behind the cause) begin the plan the model continues.
+    assert second.endswith(
+        'QUESTION\n<<<And why?>>><|im_end|>\n<|im_start|>assistant{"claims": [{"claim": "transaction", "n": 3}'
+    )

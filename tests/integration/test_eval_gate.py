@@ -27,6 +27,7 @@ FLIPPED = {
     "G-CNY-1/2026-11-20/zh-CN/payment": "unpaid",  # paid, said not to be
     "G-EUR-1/2026-11-15/zh-CN/payment": "unpaid",
 }
+INTENTS = ["bill_change", "charge", "fees_interest", "payment"]
 KINDS = ["status_flip", "wrong_amount", "wrong_direction", "wrong_driver"]
 
 
@@ -85,8 +86,9 @@ def test_the_gate_fails_a_candidate_that_flips_the_payment_status(
     good, flips = data["profiles"]
     assert set(good) == {
         "label", "engine", "target", "model", "cases", "served_as_model", "served_share", "served_by_locale",
-        "fallbacks", "served_errors", "errors",
-        "error_rates", "ttft_ms", "e2e_ms", "tokens", "results",
+        "fallbacks", "served_errors", "complete_share", "complete_by", "errors",
+        "error_rates", "ttft_ms", "e2e_ms", "tokens", "results", "dialogue_turns", "dialogue_served_share",
+        "dialogue_complete_share", "repeated_claims",
     }  # fmt: skip
     assert (good["label"], good["engine"], good["target"], good["cases"]) == ("good", "sglang", fake_sglang.url, 80)
     assert good["errors"] == dict.fromkeys(KINDS, 0)
@@ -106,7 +108,13 @@ def test_the_gate_fails_a_candidate_that_flips_the_payment_status(
     assert set(good["ttft_ms"]) == {"p50", "p99"}
     assert good["ttft_ms"]["p50"] > 0
     assert good["tokens"]["completion"] == sum(r["completion_tokens"] for r in good["results"])
-    assert good["tokens"]["completion"] > 500
+    # The required claims are prefilled: the model decodes only the end of each plan (a few tokens).
+    assert 80 <= good["tokens"]["completion"] < 400
+    # Complete by construction, on the cases and on the golden dialogues, nothing said twice.
+    assert (good["complete_share"], good["dialogue_complete_share"], good["repeated_claims"]) == (1.0, 1.0, 0)
+    assert len(good["dialogue_turns"]) == 29
+    assert good["dialogue_served_share"] == 1.0
+    assert set(good["complete_by"]) == {f"{i}/{loc}" for i in INTENTS for loc in ("en", "zh-CN")}
     assert data["gate"]["passed"] is False
     assert data["gate"]["failures"][0] == "status flips: 4 against 0 (any increase fails)"
 
