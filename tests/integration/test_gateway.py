@@ -46,8 +46,9 @@ PLANS = {
     "Did my payment arrive?": plan({"claim": "payment_status", "status": "unpaid"}, {"claim": "minimum_due"}),
     "What is the City Gym charge?": plan({"claim": "transaction", "n": 3}),  # FACTS number City Gym 3rd
 }
-# Plans that would go on for long if nothing stopped them (repeats of a claim are left out, not refused).
-ENDLESS = plan(CHANGE_UP, DRIVER_1_UP, *[{"claim": "period"}] * 100)
+# What would go on for long if nothing stopped it: a claim that never closes after the prefilled ones,
+# and a plan whose repeats of a claim are left out, not refused.
+ENDLESS = ', {"claim": "period"' + ', "note": 1' * 300
 BAD_THEN_MORE = plan(*json.loads(BAD)["claims"], *[{"claim": "period"}] * 100)
 
 
@@ -178,7 +179,7 @@ async def test_answers_and_streams_pass_through(service: Any, bank: Any, workers
     assert answer["plan"] == [CHANGE_UP, DRIVER_1_UP]
     sent = workers[served_by(workers, rid(answer))].fake.requests[-1]
     assert sent["text"].startswith("<|im_start|>system\nYou plan the answers of")
-    assert json.loads(sent["sampling_params"]["json_schema"])["additionalProperties"] is False
+    assert sent["sampling_params"]["ebnf"].startswith('root ::= ((", " b0c0)?')  # what follows the prefill
 
     token = await token_for(service, bank.key)
     r = await service.post(
@@ -270,7 +271,8 @@ async def test_a_customer_who_hangs_up_stops_the_worker(
         async for chunk in r.aiter_text():
             seen += chunk
             if "event: delta" in seen:
-                break  # the model is writing: hang up
+                break  # the required claims are said: the model is writing
+        await until("the request at a worker", lambda: any(w.fake.requests for w in workers))
     (sent,) = [r["rid"] for w in workers for r in w.fake.requests]
     fake = workers[served_by(workers, sent)].fake
     # Written to the end, the answer would take 45 s and end without a disconnect.
@@ -304,7 +306,7 @@ async def test_a_stopped_worker_costs_only_the_answers_it_was_writing(
     home, other = await home_workers(service, first, second, workers)  # the first tenant's will be stopped
     assert home != other
     for worker in workers:
-        worker.fake.default = Script(text=ANSWER.text, token_delay_s=0.06)  # about 2.5 s per answer
+        worker.fake.default = Script(text=ANSWER.text, hang_s=2.5)  # 2.5 s to the first token
     asking = [explain(service, bank, "Did my payment arrive?") for bank in (first, first, second)]
     in_flight = [asyncio.create_task(question) for question in asking]
     await until(
