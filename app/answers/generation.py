@@ -74,6 +74,7 @@ async def generate(
     said: list[SaidClaim] = []
     pieces: list[str] = []
     end: Finished | Reason | None = None
+    full = False
     output: list[str] = [prefill]
     with stopwatch.stage("validate"):
         released, reason = _release(splitter.feed(prefill), accepted, said, check, realizer)
@@ -93,12 +94,14 @@ async def generate(
                 for text in released:
                     pieces.append(text)
                     yield text
-                if reason is not None:  # stop here: the failed claim is never said
+                # Stop here: the failed claim is never said; or the plan holds all it may (anything the
+                # engine writes after it would be refused, and is not waited for).
+                if reason is not None or (full := check.full()):
                     await engine.abort(request.request_id)
                     end = await _after_abort(raw)
                     break
     final = end if isinstance(end, Finished) else None
-    if reason is None:
+    if reason is None and not full:
         reason = end if isinstance(end, Reason) else _plan_reason(final, "".join(output), check)
     outcome = Outcome(
         text="".join(pieces) if reason is None else None,

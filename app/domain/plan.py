@@ -209,6 +209,10 @@ class PlanCheck:
         it needs, so a plan that ends without it has shown nothing."""
         return self.missing() is None
 
+    def full(self) -> bool:
+        """Whether the plan holds all it may: its required claims and as many claims as a plan has."""
+        return len(self.seen) == self.limit and self.ready()
+
     def to_say(self) -> list[Claim]:
         """The claims accepted so far in the order they are said: the required ones first (they begin
         every plan), or without a policy the lead; then the rest as planned; nothing twice, nothing

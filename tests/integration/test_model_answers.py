@@ -116,7 +116,6 @@ async def test_a_valid_model_answer_is_served(
         (Script(text=GOOD, error_after=0), "engine_error"),
         (Script(status=503), "engine_error"),
         (Script(text=GOOD, hang_s=5), "engine_timeout"),
-        (Script(text=plan(CHANGE_UP, DRIVER_1_UP, *[{"claim": "period"}] * 5)), "invalid_plan"),  # over five
         (Script(text='{"claims": [{"claim": "change", "direction": "' + "up " * 200), "truncated"),
     ],
 )

@@ -150,3 +150,40 @@ async def test_a_hung_engine_request_ends_at_the_drain_deadline() -> None:
 async def test_without_a_shutdown_the_engine_timeout_applies() -> None:
     items = await collect(ScriptedEngine(hang=True), timeout_s=0.05)
     assert items == [Outcome(text=None, reason=Reason(rule="engine_timeout"), plan=[], usage=None)]
+
+
+async def test_the_prefilled_claims_are_said_before_the_engine_writes_and_a_full_plan_stops_it() -> None:
+    """The required claims (the plan's prefilled beginning) are said before the engine is asked; the
+    model's additions follow once checked; once the plan holds as many claims as a plan may, the engine
+    is aborted and the answer served: nothing it writes after that could be said."""
+    required = (Change(direction="up"), DriverClaim(n=1, direction="up"))
+    check = PlanCheck(FACTS, "bill_change", required=required)
+    prefill = '{"claims": [{"claim": "change", "direction": "up"}, {"claim": "driver", "n": 1, "direction": "up"}'
+    more = ', {"claim": "minimum_due"}, {"claim": "period"}, {"claim": "new_balance"}, {"claim": "next_step", "a'
+    engine = ScriptedEngine(pieces(more), hang=True)
+    stream = generate(
+        engine,
+        GenerationRequest(request_id="r2", prompt="p" + prefill),
+        check=check,
+        realizer=Realizer(FACTS, "en"),
+        timeout_s=5,
+        stopwatch=Stopwatch(),
+        prefill=prefill,
+    )
+    first = await anext(stream)
+    assert isinstance(first, str)
+    assert first.startswith(CHANGE)
+    assert engine.cancelled == []  # the engine has been asked nothing yet
+    items = [first, *[item async for item in stream]]
+    outcome = items[-1]
+    assert isinstance(outcome, Outcome)
+    assert outcome.reason is None
+    assert outcome.claims is not None
+    assert [type(c.claim).__name__ for c in outcome.claims] == [
+        "Change",
+        "DriverClaim",
+        "MinimumDue",
+        "PeriodClaim",
+    ]  # the new balance is the change's: not said twice
+    assert len(outcome.plan or []) == check.limit == 5
+    assert engine.aborted == ["r2"]
