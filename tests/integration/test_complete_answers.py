@@ -5,6 +5,7 @@ the fake SGLang server (tests/fakes/sglang_server.py)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from litestar.testing import AsyncTestClient
@@ -83,17 +84,19 @@ async def test_the_first_words_need_no_token_from_the_engine(
             headers={"Authorization": f"Bearer {token}"},
         )
     stream = [(name, data) for name, data in events(r.text) if name in ("delta", "replace", "final")]
-    assert [name for name, _ in stream] == ["delta", "replace", "final"]
-    assert stream[0][1]["text"] == f"{STATUS} {MINIMUM}"
-    assert stream[1][1]["reason"]["rule"] == "engine_error"
-    assert stream[2][1]["source"] == "fallback"
+    assert [name for name, _ in stream] == ["delta", "delta", "delta", "replace", "final"]  # a delta a claim
+    still = "The amount still to pay is 124.99 EUR."  # "how much": the minimum, and all that is left
+    assert [data["text"] for _, data in stream[:3]] == [STATUS, f" {MINIMUM}", f" {still}"]
+    assert stream[3][1]["reason"]["rule"] == "engine_error"
+    assert stream[4][1]["source"] == "fallback"
 
 
 async def test_a_banks_answer_policy_is_followed_and_versioned(
     database_url: str, bank: Any, fake_sglang: RunningFake, cli: Any
 ) -> None:
     rule = "payment:unpaid=payment_status,minimum_due,next_step"
-    assert cli("tenants", "policy", bank.slug, "--answer", rule).exit_code == 0
+    result = await asyncio.to_thread(cli, "tenants", "policy", bank.slug, "--answer", rule)  # its own loop
+    assert result.exit_code == 0, result.output
     fake_sglang.fake.default = Script(text='{"claims": []}')  # a model that adds nothing
     async with AsyncTestClient(app=create_app(llm_settings(fake_sglang), database_url)) as client:
         answer = await explain(client, bank.key, "Is my payment late?")
