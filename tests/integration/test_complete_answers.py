@@ -87,7 +87,7 @@ async def test_the_first_words_need_no_token_from_the_engine(
     assert [name for name, _ in stream] == ["delta", "delta", "delta", "replace", "final"]  # a delta a claim
     still = "The amount still to pay is 124.99 EUR."  # "how much": the minimum, and all that is left
     assert [data["text"] for _, data in stream[:3]] == [STATUS, f" {MINIMUM}", f" {still}"]
-    assert stream[3][1]["reason"]["rule"] == "engine_error"
+    assert stream[3][1]["reason"].startswith("engine_error")
     assert stream[4][1]["source"] == "fallback"
 
 
