@@ -127,7 +127,7 @@ def understand(question: str, lines: Sequence[Line], context: Context | None = N
         and lexicon.PREVIOUS_ASK.search(lexicon.PREVIOUS.sub(" ", text))
     )
     body = lexicon.PREVIOUS.sub(" ", text) if previous else text
-    intent = asked(body)
+    intent = said = asked(body)
     if context is not None and choices and lexicon.OTHER.search(text):
         # "and the other coffee one?": of the lines it fits, those the previous turn was not about.
         rest = tuple(label for label in choices if label not in context.subjects)
@@ -153,8 +153,10 @@ def understand(question: str, lines: Sequence[Line], context: Context | None = N
         intent = "fees_interest"  # "3.12 charge what is it", "18.6是啥": a fee or interest line, by its kind
     if intent is None:
         return Reading("out_of_scope", (), language, False, False, (), False)
-    # A further charge clause needs a line it names: "what is this charge" alone has no subject here.
-    intents = (intent, *(i for i in asked_all(body) if i != intent and (i != "charge" or subjects)))
+    # The further clauses' intents; not the one a named line replaced ("is it City Gym?" is the
+    # charge, not a bill change too), and a charge only with a line it names.
+    further = [i for i in asked_all(body) if i not in (intent, said) and (i != "charge" or subjects)]
+    intents = (intent, *further)
     return Reading(intent, subjects, language, followup, False, choices, True, previous, intents, needs_of(text))
 
 

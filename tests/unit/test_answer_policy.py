@@ -65,6 +65,9 @@ def read(question: str, facts: BillFacts = UNPAID, context: Context | None = Non
         ("为什么收了利息？我的还款逾期了吗？", ("fees_interest", "payment")),
         ("Why is my bill higher than last month?", ("bill_change",)),
         ("what is the City Gym charge, and did my payment arrive?", ("charge", "payment")),
+        ("Why is my bill higher? Is it City Gym?", ("charge",)),  # the line replaces the bill change
+        ("12.00 charge what is it", ("charge",)),
+        ("interest again?! I paid in full", ("fees_interest", "payment")),
     ],
 )
 def test_every_intent_of_a_question_is_read_in_its_order(question: str, intents: tuple[str, ...]) -> None:
