@@ -1,4 +1,5 @@
-"""What the model may say: a plan, an ordered list of typed claims from a closed set.
+"""What the model may say, checked: a plan, an ordered list of typed claims from a closed set
+(app/domain/claims.py).
 
 The model never writes the customer's text. It picks claims ("the change, up"; "driver 2, down";
 "the payment status: unpaid") under a JSON schema enforced while decoding; each claim's arguments
@@ -7,8 +8,10 @@ are checked here against the facts, and the service says the accepted claims in 
 merchant or a bank action: the set of things that can be said is closed, so no paraphrase can
 contradict the facts (DESIGN.md, rule 2).
 
-Each intent names its lead claim (what answers the question, said first) and the claims that fit it;
-a plan that fails a check, or misses its lead, is refused with a typed reason and never cached.
+What a plan must hold is the service's decision (app/domain/answer_policy.py: the required claims,
+which begin every plan); without one, each intent names its lead claim. What fits each intent bounds
+the rest. A plan that fails a check, or misses what it must hold, is refused with a typed reason and
+never cached.
 """
 
 from __future__ import annotations
