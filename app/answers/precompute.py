@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import date, timedelta
 from typing import NamedTuple
 
+import msgspec
 from sqlalchemy import text
 
 from app.answers.messages import Ask
@@ -15,8 +16,9 @@ from app.answers.schemas import ExplanationRequest, ExplanationResponse
 from app.answers.service import AnswerService
 from app.data.database import autocommit
 from app.domain.intents import CANONICAL_QUESTIONS
+from app.domain.policy import TenantPolicy
 from app.domain.vocabulary import Intent, Locale
-from app.prompts import PROMPT_VERSION
+from app.prompts import PROMPT_VERSION, answer_version
 
 # The latest statement of each account that closed recently, with each cacheable intent that has no
 # answer cached for it at the statement's current data version. (Its facts may still have moved
@@ -32,10 +34,13 @@ WHERE s.period_end >= :since AND s.period_end <= :today
   AND (CAST(:tenant AS text) IS NULL OR a.tenant_id = (SELECT id FROM tenants WHERE slug = :tenant))
   AND NOT EXISTS (SELECT 1 FROM answer_cache k
                   WHERE k.tenant_id = s.tenant_id AND k.statement_id = s.id AND k.data_version = s.data_version
-                    AND k.intent = i.intent AND k.locale = c.locale AND k.prompt_version = :prompt_version
+                    AND k.intent = i.intent AND k.locale = c.locale
+                    AND k.prompt_version = COALESCE(CAST(:versions AS jsonb) ->> s.tenant_id::text, :prompt_version)
                     AND k.engine_profile = :engine_profile)
 ORDER BY s.tenant_id, a.ref, i.intent
 """)
+# Tenants with an answer policy of their own: their answers are made under a version of their own.
+_OWN_POLICIES = text("SELECT id, name, policy FROM tenants WHERE policy ? 'answers'")
 
 
 class Wanted(NamedTuple):
@@ -53,12 +58,17 @@ class Wanted(NamedTuple):
 async def wanted(answers: AnswerService, today: date, days: int, tenant: str | None) -> list[Wanted]:
     assert answers.llm is not None, "precomputing needs an engine"
     async with autocommit(answers.db) as conn:
+        versions = {
+            str(row.id): answer_version(msgspec.convert({"brand": row.name, **row.policy}, TenantPolicy))
+            for row in await conn.execute(_OWN_POLICIES)
+        }
         rows = await conn.execute(
             _WANTED,
             {
                 "since": today - timedelta(days=days),
                 "today": today,
                 "tenant": tenant,
+                "versions": msgspec.json.encode(versions).decode(),
                 "prompt_version": PROMPT_VERSION,
                 "engine_profile": answers.llm.profile,
                 "intents": sorted(CANONICAL_QUESTIONS),

@@ -78,7 +78,7 @@ NEED_KINDS: dict[Need, dict[Intent, tuple[str, ...]]] = {
 
 # What "anything else?" adds, in this order, once the policy's claims are said.
 MORE: dict[Intent, tuple[str, ...]] = {
-    "bill_change": ("drivers", "fees_interest", "payment_status", "minimum_due"),
+    "bill_change": ("drivers", "payment_status", "minimum_due", "fees_interest"),
     "payment": ("paid_since_close", "still_to_pay", "minimum_due", "new_balance", "period"),
     "fees_interest": ("payment_status", "minimum_due"),
     "charge": ("period", "new_balance"),

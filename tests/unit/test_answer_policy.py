@@ -154,7 +154,8 @@ def test_follow_ups_add_instead_of_repeating() -> None:
     )
     more = read("anything else?", facts, context)
     assert more.needs == ("more",)
-    assert required_claims(facts, more, said=said) == (FeesInterest(),)  # the next thing not yet said
+    # The next thing not yet said: what is left to do about the bill first.
+    assert required_claims(facts, more, said=said) == (PaymentStatusClaim(status="unpaid"),)
     everything = (*said, FeesInterest(), PaymentStatusClaim(status="unpaid"), MinimumDue())
     assert required_claims(facts, more, said=everything) == (NextStep(action="agent"),)  # nothing more: a person
     again = read("can you say that again?", facts, context)
