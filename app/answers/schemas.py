@@ -94,12 +94,16 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
 class SaidClaim(msgspec.Struct, frozen=True, kw_only=True):
     """One claim of the answer as it was said: what it is, the facts it states, its sentences."""
 
-    claim: AnyClaim  # the claim's type (`claim`) and arguments, as in the plan
-    # The facts it states, by their names in the answer's facts (`minimum_due`, `due_date`,
-    # `driver_1`, `driver_1_amount`, `item_2_date`, `status`, ...): amounts as decimal strings, signed
-    # as they moved the balance (a payment as paid), dates in ISO form, labels as on the statement.
-    values: dict[str, str]
-    text: str  # the sentences it produced, in the answer's language
+    claim: Annotated[AnyClaim, msgspec.Meta(description="The claim's type (`claim`) and arguments, as planned.")]
+    values: Annotated[
+        dict[str, str],
+        msgspec.Meta(
+            description="The facts it states, by name (minimum_due, due_date, driver_1, driver_1_amount, item_2_date,"
+            " status, ...): amounts as decimal strings, signed as they moved the balance (a payment as paid), dates"
+            " in ISO form, labels as on the statement."
+        ),
+    ]
+    text: Annotated[str, msgspec.Meta(description="The sentences it produced, in the answer's language.")]
 
 
 class ExplanationResponse(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
