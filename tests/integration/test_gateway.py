@@ -270,9 +270,9 @@ async def test_a_customer_who_hangs_up_stops_the_worker(
         seen = ""
         async for chunk in r.aiter_text():
             seen += chunk
-            if "event: delta" in seen:
-                break  # the required claims are said: the model is writing
-        await until("the request at a worker", lambda: any(w.fake.requests for w in workers))
+            if "event: delta" in seen:  # the required claims are said, before the engine was asked:
+                await until("the request at a worker", lambda: any(w.fake.requests for w in workers))
+                break  # the model is writing: hang up
     (sent,) = [r["rid"] for w in workers for r in w.fake.requests]
     fake = workers[served_by(workers, sent)].fake
     # Written to the end, the answer would take 45 s and end without a disconnect.
