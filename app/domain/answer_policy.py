@@ -8,10 +8,12 @@ Two sources, both turned into concrete claims (app/domain/plan.py) before the en
 - the question's own needs (app/domain/lexicon.py NEEDS): "how much" needs the minimum, "by when"
   its due date, "did it arrive" what arrived since the statement closed.
 
-Every intent of a multi-part question contributes, in the question's order. In a conversation a claim
-already said is not required again unless the customer asks for it again; "why?" after a bill change
-asks for the drivers not yet said. The required claims are forced into every plan the engine can
-write (app/domain/plan_schema.py) and said before the model's first token."""
+Every intent of a multi-part question contributes, in the question's order. In a conversation a
+follow-up ("and why?", "anything else?") adds: a claim already said is not required again unless the
+question names it ("by when?") or asks for it again; "why?" after a bill change goes one level deeper.
+A question of its own ("why was I charged interest?") is answered whole, said before or not. The
+required claims are forced into every plan the engine can write (app/domain/plan_schema.py) and said
+before the model's first token."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from app.domain.claims import (
     MinimumDue,
     NewBalance,
     NextStep,
+    NothingMore,
     PaidSinceClose,
     PaymentStatusClaim,
     PeriodClaim,
@@ -178,21 +181,23 @@ def required_claims(
         if intent == "out_of_scope":
             continue
         key = f"{intent}:{state_of(intent, facts)}"
-        kinds += [(k, False) for k in (rules or {}).get(key, DEFAULT_RULES[key])]
+        # A question of its own asks for its intent's claims (said before or not); a follow-up adds.
+        kinds += [(k, not reading.followup) for k in (rules or {}).get(key, DEFAULT_RULES[key])]
         for need in reading.needs:
             kinds += [(k, need != "cause") for k in NEED_KINDS.get(need, {}).get(intent, ())]
     repeat = "again" in reading.needs
     required: list[Claim] = []
     for kind, asked in dict.fromkeys(kinds):
-        # What the question names is said even if said before ("by when?"); the rest only once.
+        # What the question asks is said even if said before ("by when?"); the rest only once.
         earlier = () if repeat or asked else said
         for claim in _claims(kind, facts, focus, earlier):
             if not any(same_claim(claim, c) for c in (*required, *earlier)):
                 required.append(claim)
     if said and (not required or "more" in reading.needs):
-        # A follow-up adds: the next thing not yet said, or, with nothing left, the way to a person.
+        # A follow-up adds: the next thing not yet said, or, with nothing left, that there is nothing
+        # more and the way to a person.
         further = [k for intent in reading.all_intents for k in MORE.get(intent, ())]
         fresh = (c for k in dict.fromkeys(further) for c in _claims(k, facts, focus, said))
         more = next((c for c in fresh if not any(same_claim(c, s) for s in (*required, *said))), None)
-        required.append(more or NextStep(action="agent"))
+        required += [more] if more else [NothingMore(), NextStep(action="agent")]
     return tuple(required)

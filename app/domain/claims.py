@@ -76,6 +76,11 @@ class NoAnswer(Claim, frozen=True, tag="no_answer"):
     pass
 
 
+class NothingMore(Claim, frozen=True, tag="nothing_more"):
+    """A follow-up's answer when the conversation has said all the facts hold: only ever required by
+    the service (app/domain/answer_policy.py), never the model's to choose."""
+
+
 AnyClaim = (
     NewBalance
     | Change
@@ -89,6 +94,7 @@ AnyClaim = (
     | PeriodClaim
     | NextStep
     | NoAnswer
+    | NothingMore
 )
 CLAIM_TYPES: dict[str, type[Claim]] = {str(cls.__struct_config__.tag): cls for cls in get_args(AnyClaim)}
 

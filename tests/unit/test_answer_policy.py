@@ -23,6 +23,7 @@ from app.domain.claims import (
     MinimumDue,
     NewBalance,
     NextStep,
+    NothingMore,
     PaidSinceClose,
     PaymentStatusClaim,
     StillToPay,
@@ -157,7 +158,8 @@ def test_follow_ups_add_instead_of_repeating() -> None:
     # The next thing not yet said: what is left to do about the bill first.
     assert required_claims(facts, more, said=said) == (PaymentStatusClaim(status="unpaid"),)
     everything = (*said, FeesInterest(), PaymentStatusClaim(status="unpaid"), MinimumDue())
-    assert required_claims(facts, more, said=everything) == (NextStep(action="agent"),)  # nothing more: a person
+    # Nothing more: said so, and a person offered.
+    assert required_claims(facts, more, said=everything) == (NothingMore(), NextStep(action="agent"))
     again = read("can you say that again?", facts, context)
     assert required_claims(facts, again, said=first)[:1] == (Change(direction="up"),)
 
@@ -317,3 +319,13 @@ def test_why_after_the_drivers_gives_the_lines_behind_them_with_their_dates() ->
     check = PlanCheck(UNPAID, "bill_change", intents=why.all_intents, required=deeper, said=said)
     assert check.check(Transaction(n=3)) is None
     assert check.check(Transaction(n=1)).rule == "off_intent"  # type: ignore[union-attr]
+
+
+def test_a_question_of_its_own_is_answered_whole_even_if_its_claims_were_said() -> None:
+    """Said in a two-part answer before, the fees are said again when asked about in a question of
+    their own; only a follow-up holds back what was said."""
+    context = Context(intent="bill_change", subjects=(), locale="en")
+    said = (FeesInterest(), PaymentStatusClaim(status="unpaid"), MinimumDue())
+    own = read("Why was I charged interest?", UNPAID, context)
+    assert own.followup is False
+    assert required_claims(UNPAID, own, said=said) == (FeesInterest(),)

@@ -32,6 +32,7 @@ from app.domain.claims import (
     NewBalance,
     NextStep,
     NoAnswer,
+    NothingMore,
     PaidSinceClose,
     PaymentStatusClaim,
     PeriodClaim,
@@ -137,7 +138,7 @@ def expected(claim: Claim, facts: BillFacts, locale: Locale) -> list[str]:
         return [money(s.minimum_due, facts, locale), day(s.due_date)]
     if isinstance(claim, PeriodClaim):
         return [day(s.period_start), day(s.period_end)]
-    assert isinstance(claim, NextStep | NoAnswer), claim
+    assert isinstance(claim, NextStep | NoAnswer | NothingMore), claim
     return []
 
 
