@@ -11,7 +11,8 @@ Two sources, both turned into concrete claims (app/domain/plan.py) before the en
 Every intent of a multi-part question contributes, in the question's order. In a conversation a
 follow-up ("and why?", "anything else?") adds: a claim already said is not required again unless the
 question names it ("by when?") or asks for it again; "why?" after a bill change goes one level deeper.
-A question of its own ("why was I charged interest?") is answered whole, said before or not. The
+A question of its own that names nothing more specific ("why was I charged interest?") is answered
+whole, said before or not; one that does ("how much do I have to pay?") gets what it names. The
 required claims are forced into every plan the engine can write (app/domain/plan_schema.py) and said
 before the model's first token."""
 
@@ -181,10 +182,11 @@ def required_claims(
         if intent == "out_of_scope":
             continue
         key = f"{intent}:{state_of(intent, facts)}"
-        # A question of its own asks for its intent's claims (said before or not); a follow-up adds.
-        kinds += [(k, not reading.followup) for k in (rules or {}).get(key, DEFAULT_RULES[key])]
-        for need in reading.needs:
-            kinds += [(k, need != "cause") for k in NEED_KINDS.get(need, {}).get(intent, ())]
+        named = [(k, need != "cause") for need in reading.needs for k in NEED_KINDS.get(need, {}).get(intent, ())]
+        # A question of its own that names nothing more specific ("why was I charged interest?") asks
+        # for its intent's whole answer, said before or not; otherwise what was said is not repeated.
+        whole = not reading.followup and not named
+        kinds += [(k, whole) for k in (rules or {}).get(key, DEFAULT_RULES[key])] + named
     repeat = "again" in reading.needs
     required: list[Claim] = []
     for kind, asked in dict.fromkeys(kinds):

@@ -323,9 +323,13 @@ def test_why_after_the_drivers_gives_the_lines_behind_them_with_their_dates() ->
 
 def test_a_question_of_its_own_is_answered_whole_even_if_its_claims_were_said() -> None:
     """Said in a two-part answer before, the fees are said again when asked about in a question of
-    their own; only a follow-up holds back what was said."""
+    their own that names nothing more specific; a follow-up, or a question naming what it wants,
+    holds back what was said."""
     context = Context(intent="bill_change", subjects=(), locale="en")
     said = (FeesInterest(), PaymentStatusClaim(status="unpaid"), MinimumDue())
     own = read("Why was I charged interest?", UNPAID, context)
     assert own.followup is False
     assert required_claims(UNPAID, own, said=said) == (FeesInterest(),)
+    # One that names what it wants gets that, not the status said before.
+    amount = read("How much do I have to pay?", UNPAID, context)
+    assert required_claims(UNPAID, amount, said=said) == (MinimumDue(), StillToPay())
