@@ -198,6 +198,15 @@ def render_fallback(
     return JOINERS[locale].join(line.strip() for line in text.splitlines() if line.strip())
 
 
+def render_fallbacks(
+    intents: Iterable[Intent], facts: BillFacts, locale: str, *, policy: TenantPolicy, focus: Iterable[str] = ()
+) -> str:
+    """The deterministic answer of each part of a question (its intents, in order), joined."""
+    focus = list(focus)
+    parts = (render_fallback(i, facts, locale, policy=policy, focus=focus) for i in intents)
+    return JOINERS[locale].join(parts)
+
+
 @functools.lru_cache(maxsize=2)
 def _intent_system() -> str:
     return _env.get_template("intent/system.j2").render().strip()

@@ -1,9 +1,9 @@
 """The answer service: the straight line from a question to an audited answer.
 
-admission -> records and facts, what the question is about (app/answers/turns.py; the model's
-choice where rules cannot decide: app/answers/intent_choice.py), or a cached answer -> prompt ->
-engine's plan, each claim checked and said (app/answers/generation.py) -> cache -> audit (the
-deterministic text only when the plan is not served)
+admission -> records and facts, what the question is about (app/answers/turns.py; the model's choice where
+rules cannot decide: app/answers/intent_choice.py), or a cached answer -> prompt -> engine's plan, each
+claim checked and said (app/answers/generation.py) -> cache -> audit (the deterministic text only when
+the plan is not served)
 
 Built once per process (the app's lifespan, the CLI, the batch worker) around the collaborators
 that outlive a request: the database, the engine, the admission scheduler and the settings.
@@ -43,7 +43,7 @@ from app.inference.engine import Engine
 from app.inference.factory import build_engine
 from app.inference.scheduler import Hooks, Ledger, Scheduler
 from app.metrics import ANSWER_FIRST_TEXT_BY, ANSWER_SECONDS_BY, ANSWERS_BY, CACHE_LOOKUPS_BY, FALLBACKS_BY
-from app.prompts import render_clarify, render_fallback, render_handover
+from app.prompts import render_clarify, render_fallbacks, render_handover
 from app.settings import Settings
 
 log = structlog.get_logger("bill_assistant.answers")
@@ -197,7 +197,7 @@ class AnswerService:
             if step is not None:
                 return render_handover(step, turn.locale, policy=policy)
             focus = reading.subjects or mentioned(turn.ask.request.question, turn.facts.labels)
-            return render_fallback(turn.intent, turn.facts, turn.locale, policy=policy, focus=focus)
+            return render_fallbacks(reading.all_intents, turn.facts, turn.locale, policy=policy, focus=focus)
 
     def _generate(self, turn: Turn) -> AsyncGenerator[str | Outcome, None]:
         """The model's plan for this turn, checked and said claim by claim (app/answers/generation.py)."""

@@ -103,3 +103,14 @@ async def test_a_banks_answer_policy_is_followed_and_versioned(
     assert answer["source"] == "model"
     assert answer["explanation"] == f"{STATUS} {MINIMUM} You can make a payment any time in your online banking."
     assert answer["prompt_version"] != PROMPT_VERSION  # the bank's policy is part of the version
+
+
+async def test_a_two_part_question_falls_back_to_both_parts(
+    database_url: str, bank: Any, fake_sglang: RunningFake
+) -> None:
+    fake_sglang.fake.default = Script(status=503)  # the engine refuses: the deterministic answer
+    async with AsyncTestClient(app=create_app(llm_settings(fake_sglang), database_url)) as client:
+        answer = await explain(client, bank.key, TWO_PARTS)
+    assert answer["source"] == "fallback"
+    text = answer["explanation"]
+    assert text.index("We have not received a payment") < text.index("That is 12.00 EUR more than the 112.99 EUR")
