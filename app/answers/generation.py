@@ -1,12 +1,14 @@
 """One generation unit: asks the engine for a plan, checks each claim as it arrives, says the
 accepted ones, and ends with exactly one Outcome.
 
-The engine writes `{"claims": [...]}` under a JSON schema enforced while decoding, which admits only
-claims true of the facts (app/domain/plan_schema.py). Each claim object is checked against the facts the moment it
-closes; the claims are said (app/answers/realize.py) once the plan holds what its intent needs, the
-lead first. A claim that fails stops everything: the engine request is aborted and the Outcome
-carries the reason, so the caller serves the deterministic answer instead. Engine failures and
-timeouts become reasons too, never exceptions."""
+The plan's required claims (app/domain/answer_policy.py) are its prefilled beginning: they are
+checked and said before the engine is asked, and the engine continues `{"claims": [...` under a
+grammar (or, with nothing prefilled, writes the plan under a JSON schema) that admits only claims true
+of the facts (app/domain/plan_schema.py). Each claim object is checked against the facts the moment
+it closes; the claims are said (app/answers/realize.py) once the plan holds what it needs. A claim that
+fails stops everything: the engine request is aborted and the Outcome carries the reason, so the
+caller serves the deterministic answer instead; a plan that holds all it may stops the engine too, and
+is served. Engine failures and timeouts become reasons, never exceptions."""
 
 from __future__ import annotations
 
