@@ -11,7 +11,7 @@ from app.domain.policy import TenantPolicy
 from app.eval.dialogues import TurnResult
 from app.eval.golden import GoldenCase, GoldenDialogue
 from app.eval.run import CaseResult
-from app.prompts import render_fallback
+from app.prompts import render_fallback, render_fallbacks
 
 
 def answers_markdown(
@@ -48,17 +48,12 @@ def dialogues_markdown(
     dialogues: Sequence[GoldenDialogue], turns: Sequence[TurnResult], *, policy: TenantPolicy
 ) -> str:
     """The golden dialogues (follow-ups, two-part questions), each turn's plan said beside the
-    deterministic answer of its first intent."""
+    deterministic answer of each of its parts."""
     out = ["## Dialogues and two-part questions", ""]
     for dialogue in dialogues:
         out += [f"### {dialogue.id} ({dialogue.locale}, {dialogue.facts.payment.status})", ""]
         for turn in (t for t in turns if t.dialogue == dialogue.id):
-            intent = turn.intents[0]
-            fallback = (
-                render_fallback(intent, dialogue.facts, dialogue.locale, policy=policy)  # type: ignore[arg-type]
-                if intent != "out_of_scope"
-                else "(a polite refusal)"
-            )
+            fallback = render_fallbacks(turn.intents, dialogue.facts, dialogue.locale, policy=policy)  # type: ignore[arg-type]
             said = turn.text if turn.served_as_model else f"refused ({turn.reason}): the deterministic answer"
             out += [
                 f"{turn.turn}. **{turn.question}** ({' + '.join(turn.intents)})",
