@@ -41,7 +41,9 @@ async def bank(make_tenant: Any, load: Any) -> Any:
 async def test_the_third_concurrent_request_is_shed_and_probes_still_answer(
     database_url: str, bank: Any, fake_sglang: RunningFake
 ) -> None:
-    fake_sglang.fake.default = Script(text=GOOD, hang_s=1.5)
+    # Held at the engine for long enough that the checks below run while both are (the plan it then
+    # writes is short: the required claims are prefilled).
+    fake_sglang.fake.default = Script(text=GOOD, hang_s=3.0)
     # No batch worker: it could take another test's job items to the same fake engine.
     env = {
         "ENGINE": "sglang",
@@ -97,7 +99,9 @@ async def test_a_batch_flood_fills_half_the_process_and_live_requests_are_still_
 ) -> None:
     jobs = await make_tenant(priority_class="batch")
     await load(document(jobs.slug))
-    fake_sglang.fake.default = Script(text=GOOD, hang_s=1.5)
+    # Held at the engine for long enough that the checks below run while the flood holds its places
+    # (the plan it then writes is short: the required claims are prefilled).
+    fake_sglang.fake.default = Script(text=GOOD, hang_s=3.0)
     env = {
         "ENGINE": "sglang",
         "SGLANG_URL": fake_sglang.url,
