@@ -18,17 +18,16 @@ A hit is looked up once the facts are computed, and audited by the same statemen
 
 from __future__ import annotations
 
+import functools
+
 import msgspec
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.answers.messages import Turn
 from app.domain.answer_policy import required_claims
-from app.domain.conversation import statement_lines
 from app.domain.facts import facts_digest
 from app.domain.intents import CANONICAL_QUESTIONS
 from app.domain.plan import same_claim
-from app.domain.understanding import understand
+from app.domain.understanding import Reading, understand
 from app.domain.vocabulary import Intent, Locale
 from app.inference.engine import Engine
 from app.prompts import answer_version
@@ -44,21 +43,6 @@ class CacheKey(msgspec.Struct, frozen=True, kw_only=True):
     locale: Locale
     prompt_version: str
     engine_profile: str
-
-
-_STORE = text("""
-INSERT INTO answer_cache (tenant_id, statement_id, facts_digest, intent, locale, prompt_version, engine_profile,
-                          data_version, answer)
-VALUES (:tenant_id, :statement_id, :facts_digest, :intent, :locale, :prompt_version, :engine_profile,
-        :data_version, CAST(:answer AS jsonb))
-ON CONFLICT ON CONSTRAINT uq_answer_cache_key DO NOTHING
-""")
-
-
-async def store(conn: AsyncConnection, key: CacheKey, data_version: int, answer_json: str) -> None:
-    """`data_version`: the statement's as the answer was made (precompute skips statements answered at theirs)."""
-    values = {**msgspec.structs.asdict(key), "data_version": data_version, "answer": answer_json}
-    await conn.execute(_STORE, values)
 
 
 def hit_values(turn: Turn, key: CacheKey) -> dict[str, object]:
@@ -79,13 +63,18 @@ def hit_values(turn: Turn, key: CacheKey) -> dict[str, object]:
     }
 
 
+@functools.lru_cache(maxsize=16)
+def _canonical_reading(intent: Intent, locale: Locale) -> Reading:
+    """What the canonical question asks (it names no line: the statement's lines do not matter)."""
+    return understand(CANONICAL_QUESTIONS[intent][locale], ())
+
+
 def _covered(turn: Turn) -> bool:
     """Whether the canonical answer says everything this question requires (app/domain/answer_policy.py):
     a two-part question, or one that asks for more than the canonical question ("how much is still to
     pay?"), needs its own answer."""
     facts, rules = turn.facts, turn.ask.principal.policy.answers
-    canonical = understand(CANONICAL_QUESTIONS[turn.intent][turn.locale], statement_lines(facts))
-    given = required_claims(facts, canonical, rules=rules)
+    given = required_claims(facts, _canonical_reading(turn.intent, turn.locale), rules=rules)
     return all(any(same_claim(c, g) for g in given) for c in required_claims(facts, turn.reading, rules=rules))
 
 

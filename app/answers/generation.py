@@ -28,7 +28,6 @@ from app.errors import EngineError
 from app.inference.drain import Drain
 from app.inference.engine import Engine, Event, Finished, GenerationRequest, TextDelta
 from app.metrics import CACHED_TOKENS_BY, COMPLETION_TOKENS_BY, PROMPT_TOKENS_BY, SPEC_ACCEPT_RATE
-from app.prompts import JOINERS
 from app.timing import Stopwatch
 
 ABORT_WAIT_S = 1.0  # how long an aborted engine request may take to report its tokens
@@ -140,7 +139,7 @@ def _release(
             if resolved is None:
                 return released, reason
             said.append(resolved)
-            released.append((JOINERS[realizer.locale] if len(said) > 1 else "") + resolved.text)
+            released.append(realizer.joined(resolved, after=len(said) > 1))
     return released, None
 
 

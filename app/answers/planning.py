@@ -15,7 +15,7 @@ from app.domain.claims import Claim
 from app.domain.conversation import statement_lines
 from app.domain.facts import BillFacts
 from app.domain.intents import mentioned
-from app.domain.plan import PlanCheck
+from app.domain.plan import PlanCheck, named_items
 from app.domain.plan_schema import plan_grammar, plan_prefill, plan_schema
 from app.domain.policy import TenantPolicy
 from app.domain.understanding import Reading, understand
@@ -59,7 +59,7 @@ def plan_job(
         reading = understand(question, statement_lines(facts))
         reading = dataclasses.replace(reading, intent=intent, intents=(intent, *reading.intents))
     labels = mentioned(question, facts.labels) if focus is None else focus
-    focused = PlanCheck(facts, intent, labels).focus
+    focused = named_items(facts, labels)
     required = required_claims(facts, reading, focus=focused, said=said, rules=policy.answers)
     check = PlanCheck(facts, intent, labels, intents=reading.all_intents, required=required, said=said)
     prompt = render_prompt(

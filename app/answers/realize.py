@@ -38,10 +38,11 @@ class Realizer:
     def say(self, claim: Claim, prev: Claim | None) -> tuple[str, Reason | None]:
         """The claim as the customer reads it (joined to what came before), or why it may not be said."""
         said, reason = self.resolve(claim, prev)
-        if said is None:
-            return "", reason
-        joiner = JOINERS[self.locale]
-        return (joiner + said.text) if prev is not None else said.text, None
+        return ("", reason) if said is None else (self.joined(said, after=prev is not None), None)
+
+    def joined(self, said: SaidClaim, *, after: bool) -> str:
+        """A said claim's text as it follows what came before (`after`), or begins the answer."""
+        return (JOINERS[self.locale] + said.text) if after else said.text
 
     def resolve(self, claim: Claim, prev: Claim | None) -> tuple[SaidClaim | None, Reason | None]:
         """The claim said: its sentences and the facts they state by name, for a system that uses the

@@ -30,7 +30,7 @@ from app.answers.messages import Ask, ChatEvent, Delta, Facts, Final, Replace, T
 from app.answers.planning import plan_job
 from app.answers.schemas import ExplanationRequest, ExplanationResponse
 from app.answers.turns import asks_model, read_turn, said_before, step_of, took_of, unasked_rule
-from app.data.audit import AuditRow, record_answer, serve_cached
+from app.data.audit import AuditRow, record_answer, serve_cached, store_cached
 from app.data.database import autocommit, driver_options
 from app.data.driver_pool import DriverPool
 from app.data.tenants import Principal, principal_for
@@ -267,7 +267,7 @@ class AnswerService:
         if source == "model" and turn.ask.origin == "fill" and key is not None:  # checked canonical answers only
             data_version = turn.history.statements[-1].data_version
             async with autocommit(self.db) as conn:
-                await cache.store(conn, key, data_version, msgspec.json.encode(answer).decode())
+                await store_cached(conn, key, data_version, msgspec.json.encode(answer).decode())
         return await self._audit(turn, answer, reason), reason
 
     async def _audit(self, turn: Turn, answer: ExplanationResponse, reason: Reason | None) -> ExplanationResponse:

@@ -18,6 +18,7 @@ from app.data import conversations
 from app.data.tenants import Principal
 from app.domain.claims import AnyClaim, Claim
 from app.domain.conversation import Thread, statement_key
+from app.domain.plan import same_claim
 from app.domain.understanding import Context
 from app.domain.vocabulary import ConversationStatus, Locale
 from app.metrics import HANDOVERS_BY
@@ -61,7 +62,7 @@ def _stored(answer: ExplanationResponse, question: str, thread: Thread) -> dict[
     about = statement_key(answer.account_ref, answer.statement.period_end)
     said: list[Claim] = [c.claim for c in answer.claims or []]
     if thread.said_about == about:
-        said = [*thread.said, *(c for c in said if c not in thread.said)]
+        said = [*thread.said, *(c for c in said if not any(same_claim(c, s) for s in thread.said))]
     return {
         "intent": intent,
         "subjects": subjects,

@@ -83,6 +83,12 @@ async def set_policy(conn: AsyncConnection, slug: str, changes: dict[str, Any]) 
     return effective
 
 
+async def own_answer_policies(conn: AsyncConnection) -> dict[int, TenantPolicy]:
+    """The policies of the tenants with an answer policy of their own, by tenant id."""
+    rows = await conn.execute(select(Tenant.id, Tenant.name, Tenant.policy).where(Tenant.policy.has_key("answers")))
+    return {row.id: msgspec.convert({"brand": row.name, **row.policy}, TenantPolicy) for row in rows}
+
+
 async def tenant_id(conn: AsyncConnection, slug: str) -> int | None:
     return (await conn.execute(select(Tenant.id).where(Tenant.slug == slug))).scalar_one_or_none()
 

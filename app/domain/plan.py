@@ -70,6 +70,12 @@ def sign_word(amount: Any) -> Direction:
     return "up" if amount > 0 else "down" if amount < 0 else "same"
 
 
+def named_items(facts: BillFacts, labels: Iterable[str]) -> set[int]:
+    """The numbers (1-based, as in FACTS) of the transactions with these labels: those a question names."""
+    wanted = {label.lower() for label in labels}
+    return {i for i, e in enumerate(items(facts), start=1) if e.label.lower() in wanted}
+
+
 def fee_items(facts: BillFacts) -> list[int]:
     """The numbers (1-based, as in FACTS) of the statement's fee and interest transactions."""
     return [i for i, e in enumerate(items(facts), start=1) if e.kind in ("fee", "interest")]
@@ -115,9 +121,7 @@ class PlanCheck:
         self.intents: tuple[Intent, ...] = tuple(dict.fromkeys((intent, *intents)))
         self.fits = frozenset().union(*(FITS[i] for i in self.intents if i in FITS))
         self.items = items(facts)
-        # The transactions the question names: a charge answer must be about one of them.
-        wanted = {label.lower() for label in focus}
-        self.focus = {i for i, e in enumerate(self.items, start=1) if e.label.lower() in wanted}
+        self.focus = named_items(facts, focus)  # a charge answer must be about one of them
         self.required = tuple(required) if required is not None else None
         self.said = tuple(said)
         self.limit = max(MAX_CLAIMS, len(self.required or ()) + MAX_ADDED)  # claims in one plan
