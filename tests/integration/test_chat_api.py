@@ -283,7 +283,8 @@ async def test_closing_the_stream_aborts_the_engine_request(
                 seen = ""
                 async for chunk in r.aiter_text():
                     seen += chunk
-                    if "event: delta" in seen:
+                    if "event: delta" in seen:  # the required claims are said, before the engine was asked:
+                        await until("the request at the engine", lambda: bool(fake_sglang.fake.requests))
                         break  # the model is writing: hang up
         rid = fake_sglang.fake.requests[-1]["rid"]
         await until(
