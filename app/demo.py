@@ -11,12 +11,15 @@ import random
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from app.domain.money import ZERO, cents
 from app.domain.vocabulary import PriorityClass
 
 LAST_PERIOD_END = date(2026, 10, 31)
+# Each demo bank's help-centre library, written for the demo (app/domain/knowledge.py has the form).
+LIBRARIES = Path(__file__).parent / "knowledge" / "demo"
 MONTHS = 4
 STORIES = ("new_subscription", "fx_fees", "interest_after_partial", "refund", "overdue", "paid_in_full")
 
@@ -268,3 +271,8 @@ def generate(
             accounts.append(_account(rng, tenant, locale, f"A-{account_no}", story, last_end))
         people.append({"ref": f"C-{1001 + n}", "name": name, "locale": locale, "accounts": accounts})
     return {"tenant": tenant.slug, "customers": people}
+
+
+def library(tenant: DemoTenant) -> bytes:
+    """The demo bank's help-centre library file."""
+    return (LIBRARIES / f"{tenant.slug}.json").read_bytes()

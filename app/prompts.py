@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -18,9 +18,10 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from app.domain import formatting
 from app.domain.facts import BillFacts, Driver, Entry
+from app.domain.knowledge import NO_QUOTES, Passage, Quotes
 from app.domain.plan import sign_word
 from app.domain.policy import TenantPolicy
-from app.domain.slots import MAX_DRIVERS, Slot, change_percent, items, slots
+from app.domain.slots import MAX_DRIVERS, items
 from app.domain.vocabulary import LOCALES, ChatTemplate, Intent, Locale, PromptLayout
 from app.settings import PROJECT_ROOT
 
@@ -101,11 +102,18 @@ def _delimited(text: str) -> str:
     return text.replace("<<<", "").replace(">>>", "").strip()
 
 
-def _clean(entry: Entry) -> Entry:
+def _passage(passage: Passage) -> Passage:
+    """The bank's passage in the prompt: its text whole, on one line, without the prompt's delimiters."""
+    return msgspec.structs.replace(
+        passage, title=_label(passage.title), text=_delimited(" ".join(passage.text.split())).replace("“", '"')
+    )
+
+
+def clean_entry(entry: Entry) -> Entry:
     return msgspec.structs.replace(entry, label=_label(entry.label))
 
 
-def _clean_driver(driver: Driver) -> Driver:
+def clean_driver(driver: Driver) -> Driver:
     return msgspec.structs.replace(driver, label=_label(driver.label)) if driver.label else driver
 
 
@@ -124,6 +132,8 @@ def _start(intent: Intent, facts: BillFacts, focus: Iterable[int]) -> str:
     if intent == "charge":
         named = [f"transaction {n}" for n in sorted(focus)]
         return " or ".join(named) if named else "transaction or no_answer"
+    if intent == "policy":
+        return "passage or no_answer"
     return "fees_interest" if intent == "fees_interest" else "payment_status"
 
 
@@ -137,21 +147,24 @@ def render_prompt(
     focus: Iterable[int] = (),
     layout: PromptLayout = "static",
     previous_question: str | None = None,
+    passages: Sequence[Passage] = (),
 ) -> RenderedPrompt:
     """The plan prompt. `focus`: the numbers of the transactions the question names;
-    `previous_question`: a conversation's question before this one (after FACTS, like the question)."""
-    shown = [_clean(e) for e in items(facts)]
+    `previous_question`: a conversation's question before this one (after FACTS, like the question);
+    `passages`: the bank's passages a policy question may be answered with (PASSAGES)."""
+    shown = [clean_entry(e) for e in items(facts)]
     fees = [i for i, e in enumerate(shown, start=1) if e.kind in ("fee", "interest")]
     user = (
         _env.get_template("answer/user.j2")
         .render(
             facts=facts,
             intent=intent,
-            drivers=list(enumerate((_clean_driver(d) for d in facts.drivers[:MAX_DRIVERS]), start=1)),
+            drivers=list(enumerate((clean_driver(d) for d in facts.drivers[:MAX_DRIVERS]), start=1)),
             # Single transactions only where the question is about them: a shorter prompt prefills faster.
             items=list(enumerate(shown, start=1)) if intent in ("charge", "fees_interest") else [],
             fees=", ".join(f"transaction {n}" for n in fees) or "none",
             start=_start(intent, facts, focus),
+            passages=[(i, _passage(p)) for i, p in enumerate(passages, start=1)],
             question=_delimited(question),
             previous=_delimited(previous_question) if previous_question else None,
             direction=sign_word,
@@ -180,9 +193,11 @@ def render_fallback(
     *,
     policy: TenantPolicy,
     focus: Iterable[str] = (),
+    quotes: Quotes = NO_QUOTES,
 ) -> str:
     """The deterministic answer for the intent, in the customer's language. `focus`: the labels of
-    the charges the question names."""
+    the charges the question names; `quotes`: the bank's passages it may quote (a policy question's
+    best, the reasons for the fees)."""
     if locale not in LOCALES:
         raise ValueError(f"unsupported locale {locale!r}")
     wanted = set(focus)
@@ -191,19 +206,28 @@ def render_fallback(
         policy=policy,
         top=facts.drivers[:TOP_DRIVERS],
         rest=len(facts.drivers) > TOP_DRIVERS,
-        entries=[_clean(e) for e in facts.entries if e.kind != "payment"],
-        focus=[_clean(e) for e in facts.entries if e.label in wanted and e.kind != "payment"],
+        entries=[clean_entry(e) for e in facts.entries if e.kind != "payment"],
+        focus=[clean_entry(e) for e in facts.entries if e.label in wanted and e.kind != "payment"],
+        passage=quotes.passages[0] if quotes.passages else None,
+        reasons=quotes.reasons,
+        quote=claim_wordings(locale).quote,
         **_formatters(facts.currency, locale),
     )
     return JOINERS[locale].join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def render_fallbacks(
-    intents: Iterable[Intent], facts: BillFacts, locale: str, *, policy: TenantPolicy, focus: Iterable[str] = ()
+    intents: Iterable[Intent],
+    facts: BillFacts,
+    locale: str,
+    *,
+    policy: TenantPolicy,
+    focus: Iterable[str] = (),
+    quotes: Quotes = NO_QUOTES,
 ) -> str:
     """The deterministic answer of each part of a question (its intents, in order), joined."""
     focus = list(focus)
-    parts = (render_fallback(i, facts, locale, policy=policy, focus=focus) for i in intents)
+    parts = (render_fallback(i, facts, locale, policy=policy, focus=focus, quotes=quotes) for i in intents)
     return JOINERS[locale].join(parts)
 
 
@@ -247,49 +271,12 @@ def claim_wordings(locale: str) -> Any:
     return _env.get_template(f"locales/{locale}/claims.j2").module
 
 
+def macros(locale: str) -> Any:
+    """How a locale words a driver, a statement line and a payment status: prompts/locales/<locale>/macros.j2."""
+    return _env.get_template(f"locales/{locale}/macros.j2").module
+
+
 def phrases(drivers: Iterable[Driver], status: str, locale: str) -> tuple[list[str], str]:
     """The words the answers use for each driver and for a payment status, in the customer's language."""
-    macros: Any = _env.get_template(f"locales/{locale}/macros.j2").module
-    return [str(macros.driver(d)) for d in drivers], str(macros.status({"status": status}))
-
-
-class SlotValues(Mapping[str, str]):
-    """What each slot of these facts says to the customer, written for their locale: amounts as
-    positive figures (the words around them give the direction; a balance in credit is negative),
-    dates, the status phrase, the drivers' and transactions' descriptions with third-party names
-    quoted. Each value is written
-    when it is first asked for: an answer names two or three of the forty-odd slots."""
-
-    def __init__(self, facts: BillFacts, locale: Locale) -> None:
-        self.facts, self.locale = facts, locale
-        self.slots = slots(facts)
-        self._written: dict[str, str] = {}
-
-    def __getitem__(self, name: str) -> str:
-        value = self._written.get(name)
-        if value is None:
-            value = self._written[name] = self._write(self.slots[name])
-        return value
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.slots)
-
-    def __len__(self) -> int:
-        return len(self.slots)
-
-    def _write(self, slot: Slot) -> str:
-        facts, locale = self.facts, self.locale
-        if slot.kind == "money" and slot.money is not None:
-            # A balance in credit keeps its sign; every other amount is said with its direction.
-            signed = slot.role in ("new_balance", "previous_balance")
-            return formatting.money(slot.money if signed else abs(slot.money), facts.currency, locale)
-        if slot.kind == "date" and slot.day is not None:
-            return formatting.day(slot.day, locale)
-        if slot.kind == "percent":
-            return f"{change_percent(facts)}%"
-        macros: Any = _env.get_template(f"locales/{locale}/macros.j2").module
-        if slot.kind == "status":
-            return str(macros.status({"status": facts.payment.status}))
-        if slot.role == "driver":
-            return str(macros.driver(_clean_driver(facts.drivers[slot.index - 1])))
-        return str(macros.entry(_clean(items(facts)[slot.index - 1])))
+    words = macros(locale)
+    return [str(words.driver(d)) for d in drivers], str(words.status({"status": status}))

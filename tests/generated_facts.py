@@ -131,10 +131,11 @@ def candidate_claims(facts: BillFacts) -> Iterator[Claim]:
     raw += [{"claim": "transaction", "n": n} for n in range(1, transactions + 2)]
     raw += [{"claim": "payment_status", "status": s} for s in ("paid", "partially_paid", "unpaid", "overdue")]
     raw += [{"claim": "next_step", "action": a} for a in ("pay", "agent")]
+    raw += [{"claim": "passage", "n": n} for n in (1, 2)]  # no passage is offered: both unknown
     raw += [
         {"claim": kind}
         for kind in CLAIM_TYPES
-        if kind not in {"change", "driver", "transaction", "payment_status", "next_step"}
+        if kind not in {"change", "driver", "transaction", "payment_status", "next_step", "passage"}
     ]
     for fields in raw:
         for wording in (1, 2):

@@ -46,6 +46,8 @@ def true_plan(facts: BillFacts, intent: Intent, question: str = "") -> str:
         return plan({"claim": "transaction", "n": named[0]} if named else {"claim": "no_answer"})
     if intent == "fees_interest":
         return plan({"claim": "fees_interest"})
+    if intent == "policy":  # no passage offered: the help content does not say
+        return plan({"claim": "no_answer"})
     return plan({"claim": "payment_status", "status": facts.payment.status})
 
 

@@ -22,6 +22,7 @@ from app.answers.plan_stream import ClaimSplitter
 from app.answers.realize import Realizer
 from app.answers.schemas import SaidClaim, Usage
 from app.domain.claims import AnyClaim, Plan, decode_claim
+from app.domain.knowledge import Passage
 from app.domain.plan import PlanCheck
 from app.domain.reasons import Reason
 from app.errors import EngineError
@@ -40,6 +41,7 @@ class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     plan: list[AnyClaim] | None  # the claims the model wrote, as far as they could be read
     usage: Usage | None
     spec_accept_rate: float | None = None
+    quoted: list[Passage] = []  # the bank's passages the said claims quote, in order
 
 
 class _CutOff(Exception):
@@ -112,6 +114,7 @@ async def generate(
         # llama.cpp reports no tokens for a request stopped early: unknown, not 0
         usage=_usage(final) if final is not None and final.prompt_tokens else None,
         spec_accept_rate=final.spec_accept_rate if final is not None else None,
+        quoted=[p for c in said for p in realizer.quoted(c.claim)] if reason is None else [],
     )
     if tenant is not None:
         _count_tokens(tenant, outcome)

@@ -19,13 +19,15 @@ from app.settings import Settings
 from app.timing import Stopwatch
 
 log = structlog.get_logger("bill_assistant.answers")
+# A policy question is the library's to recognise (a passage fits it), never the model's to guess.
+CHOICES = [i for i in INTENTS if i != "policy"]
 SCHEMA = {
     "type": "object",
-    "properties": {"intent": {"enum": list(INTENTS)}},
+    "properties": {"intent": {"enum": CHOICES}},
     "required": ["intent"],
     "additionalProperties": False,
 }
-GRAMMAR = 'root ::= "{\\"intent\\": \\"" (' + " | ".join(f'"{i}"' for i in INTENTS) + ') "\\"}"\n'
+GRAMMAR = 'root ::= "{\\"intent\\": \\"" (' + " | ".join(f'"{i}"' for i in CHOICES) + ') "\\"}"\n'
 TIMEOUT_S = 3.0  # past this, the rules' reading stands: a slow choice must not hold up the answer
 
 

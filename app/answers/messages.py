@@ -17,6 +17,7 @@ from app.answers.schemas import (
     ExplanationResponse,
     PaymentOut,
     SaidClaim,
+    SourceOut,
     StatementOut,
     TotalsOut,
     Usage,
@@ -25,6 +26,7 @@ from app.data.tenants import Principal
 from app.domain.claims import AnyClaim
 from app.domain.conversation import Thread
 from app.domain.facts import BillFacts
+from app.domain.knowledge import NO_QUOTES, Quotes
 from app.domain.reasons import Reason
 from app.domain.records import AccountHistory
 from app.domain.understanding import Reading
@@ -68,6 +70,7 @@ class Turn:
     reading: Reading  # what the question was taken to be about (app/domain/understanding.py)
     locale: Locale
     as_of: date
+    quotes: Quotes = NO_QUOTES  # the bank's passages the answer may quote (app/domain/knowledge.py)
 
     @property
     def intent(self) -> Intent:
@@ -116,6 +119,7 @@ def respond(
     claims: list[SaidClaim] | None = None,
     choices: list[str] | None = None,
     handover: HandoverReason | None = None,
+    sources: list[SourceOut] | None = None,
 ) -> ExplanationResponse:
     """The answer to a turn: its facts, with the text served and where it came from (the audit fills
     in the timings)."""
@@ -149,4 +153,5 @@ def respond(
         subjects=list(turn.reading.subjects) or None,
         choices=choices,
         handover=handover,
+        sources=sources,
     )

@@ -15,6 +15,7 @@ from app.domain.claims import Claim
 from app.domain.conversation import statement_lines
 from app.domain.facts import BillFacts
 from app.domain.intents import mentioned
+from app.domain.knowledge import NO_QUOTES, Quotes
 from app.domain.plan import PlanCheck, named_items
 from app.domain.plan_schema import plan_grammar, plan_prefill, plan_schema
 from app.domain.policy import TenantPolicy
@@ -49,19 +50,24 @@ def plan_job(
     previous_question: str | None = None,
     reading: Reading | None = None,
     said: Sequence[Claim] = (),
+    quotes: Quotes = NO_QUOTES,
 ) -> PlanJob:
     """The plan prompt for this question, decoded under the form of the plans these facts allow, its
     required claims (app/domain/answer_policy.py) written for the engine to continue; the service and
     the eval both ask the model through here. `focus`: the labels the question is about (default:
     those it names); `previous_question`: a conversation's question before this one; `reading`: what
-    the question asks (default: read here, for `intent`); `said`: what the conversation said already."""
+    the question asks (default: read here, for `intent`); `said`: what the conversation said already;
+    `quotes`: the bank's passages the answer may quote (app/domain/knowledge.py)."""
     if reading is None:
         reading = understand(question, statement_lines(facts))
         reading = dataclasses.replace(reading, intent=intent, intents=(intent, *reading.intents))
     labels = mentioned(question, facts.labels) if focus is None else focus
     focused = named_items(facts, labels)
-    required = required_claims(facts, reading, focus=focused, said=said, rules=policy.answers)
-    check = PlanCheck(facts, intent, labels, intents=reading.all_intents, required=required, said=said)
+    passages = len(quotes.passages)
+    required = required_claims(facts, reading, focus=focused, said=said, rules=policy.answers, passages=passages)
+    check = PlanCheck(
+        facts, intent, labels, intents=reading.all_intents, required=required, said=said, passages=passages
+    )
     prompt = render_prompt(
         policy=policy,
         intent=intent,
@@ -71,6 +77,7 @@ def plan_job(
         chat_template=chat_template,
         focus=check.focus,
         layout=layout,
+        passages=quotes.passages,
     )
     allowed = check.allowed()
     prefill = plan_prefill(allowed)
@@ -84,4 +91,5 @@ def plan_job(
         grammar=plan_grammar(allowed),
         priority=priority,
     )
-    return PlanJob(request=request, check=check, realizer=Realizer(facts, locale), prefill=prefill)
+    realizer = Realizer(facts, locale, quotes, intent)
+    return PlanJob(request=request, check=check, realizer=realizer, prefill=prefill)

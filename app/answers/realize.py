@@ -2,37 +2,89 @@
 
 Each wording is written with slots and filled from the facts, so the text states the facts' values
 exactly; the truth contract's sentence check (app/domain/validation.py) still runs over every
-realized sentence, as a second line behind the plan check (app/domain/plan.py)."""
+realized sentence, as a second line behind the plan check (app/domain/plan.py). The bank's own
+passages are quoted verbatim around a reviewed wording that names their article: they are the bank's
+reviewed text, not the model's, and are not checked against the facts."""
 
 from __future__ import annotations
 
-from app.answers.schemas import SaidClaim
-from app.domain.claims import Claim, Transaction, kind_of
+from collections.abc import Iterator, Mapping
+
+from app.answers.schemas import SaidClaim, SourceOut
+from app.domain import formatting
+from app.domain.claims import Claim, FeesInterest, NoAnswer, PassageClaim, Transaction, kind_of
 from app.domain.facts import BillFacts
+from app.domain.knowledge import NO_QUOTES, Passage, Quotes
 from app.domain.plan import fee_items
 from app.domain.reasons import Reason
-from app.domain.slots import SLOT, Slot, fill, items
+from app.domain.slots import SLOT, Slot, change_percent, fill, items, slots
 from app.domain.validation import Contract, check_sentence
-from app.domain.vocabulary import Locale
-from app.prompts import JOINERS, SlotValues, claim_wordings
+from app.domain.vocabulary import Intent, Locale
+from app.prompts import JOINERS, claim_wordings, clean_driver, clean_entry, macros
+
+
+class SlotValues(Mapping[str, str]):
+    """What each slot of these facts says to the customer, written for their locale: amounts as
+    positive figures (the words around them give the direction; a balance in credit is negative),
+    dates, the status phrase, the drivers' and transactions' descriptions with third-party names
+    quoted. Each value is written
+    when it is first asked for: an answer names two or three of the forty-odd slots."""
+
+    def __init__(self, facts: BillFacts, locale: Locale) -> None:
+        self.facts, self.locale = facts, locale
+        self.slots = slots(facts)
+        self._written: dict[str, str] = {}
+
+    def __getitem__(self, name: str) -> str:
+        value = self._written.get(name)
+        if value is None:
+            value = self._written[name] = self._write(self.slots[name])
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.slots)
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    def _write(self, slot: Slot) -> str:
+        facts, locale = self.facts, self.locale
+        if slot.kind == "money" and slot.money is not None:
+            # A balance in credit keeps its sign; every other amount is said with its direction.
+            signed = slot.role in ("new_balance", "previous_balance")
+            return formatting.money(slot.money if signed else abs(slot.money), facts.currency, locale)
+        if slot.kind == "date" and slot.day is not None:
+            return formatting.day(slot.day, locale)
+        if slot.kind == "percent":
+            return f"{change_percent(facts)}%"
+        words = macros(locale)
+        if slot.kind == "status":
+            return str(words.status({"status": facts.payment.status}))
+        if slot.role == "driver":
+            return str(words.driver(clean_driver(facts.drivers[slot.index - 1])))
+        return str(words.entry(clean_entry(items(facts)[slot.index - 1])))
 
 
 class Realizer:
-    def __init__(self, facts: BillFacts, locale: Locale) -> None:
-        self.facts, self.locale = facts, locale
+    def __init__(
+        self, facts: BillFacts, locale: Locale, quotes: Quotes = NO_QUOTES, intent: Intent | None = None
+    ) -> None:
+        self.facts, self.locale, self.quotes, self.intent = facts, locale, quotes, intent
         self.values = SlotValues(facts, locale)
         self.contract = Contract.of(facts, self.values.slots)
         self._items = items(facts)
         self._fees = fee_items(facts)
-        self._interest = any(self._items[n - 1].kind == "interest" for n in self._fees)
         self._wordings = claim_wordings(locale)
 
     def slotted(self, claim: Claim, prev: Claim | None) -> list[str]:
         """The claim's sentences with their slots unfilled (`prev`: the claim said before it)."""
         item = self._items[claim.n - 1] if isinstance(claim, Transaction) else None
-        text = self._wordings.say(
-            kind_of(claim), claim, self.facts, kind_of(prev) if prev else None, item, self._fees, self._interest
-        )
+        if isinstance(claim, NoAnswer) and self.intent == "policy":
+            text = self._wordings.not_found(claim.wording)
+        else:
+            text = self._wordings.say(
+                kind_of(claim), claim, self.facts, kind_of(prev) if prev else None, item, self._fees
+            )
         return [line.strip() for line in str(text).splitlines() if line.strip()]
 
     def say(self, claim: Claim, prev: Claim | None) -> tuple[str, Reason | None]:
@@ -44,17 +96,29 @@ class Realizer:
         """A said claim's text as it follows what came before (`after`), or begins the answer."""
         return (JOINERS[self.locale] + said.text) if after else said.text
 
+    def quoted(self, claim: Claim) -> list[Passage]:
+        """The bank's passages the claim quotes: the one it names, or the reasons for the fees it lists."""
+        if isinstance(claim, PassageClaim):
+            return [self.quotes.passages[claim.n - 1]]
+        if isinstance(claim, FeesInterest) and self._fees:
+            return list(self.quotes.reasons)
+        return []
+
     def resolve(self, claim: Claim, prev: Claim | None) -> tuple[SaidClaim | None, Reason | None]:
         """The claim said: its sentences and the facts they state by name, for a system that uses the
         facts without reading the text (a CRM note); or why it may not be said."""
-        sentences = self.slotted(claim, prev)
+        sentences = [] if isinstance(claim, PassageClaim) else self.slotted(claim, prev)
         for sentence in sentences:
             verdict = check_sentence(sentence, self.contract, self.locale)
             if verdict.reason is not None:
                 return None, verdict.reason
         names = dict.fromkeys(m.group(1) for sentence in sentences for m in SLOT.finditer(sentence))
-        text = JOINERS[self.locale].join(fill(sentence, self.values) for sentence in sentences)
+        quotes = [str(self._wordings.quote(p.title, p.text, claim.wording)).strip() for p in self.quoted(claim)]
+        text = JOINERS[self.locale].join([*(fill(sentence, self.values) for sentence in sentences), *quotes])
         values = {name: self._value(self.values.slots[name]) for name in names}
+        if isinstance(claim, PassageClaim):
+            passage = self.quotes.passages[claim.n - 1]
+            values = {"article": passage.article, "version": str(passage.version), "passage": str(passage.n)}
         return SaidClaim(claim=claim, values=values, text=text), None  # type: ignore[arg-type]
 
     def _value(self, slot: Slot) -> str:
@@ -70,3 +134,9 @@ class Realizer:
             driver = self.facts.drivers[slot.index - 1]
             return driver.label or driver.kind
         return self._items[slot.index - 1].label
+
+
+def sources(passages: list[Passage]) -> list[SourceOut] | None:
+    """The articles quoted, each once, in the order quoted (None: none)."""
+    seen = {(p.article, p.version): SourceOut(id=p.article, title=p.title, version=p.version) for p in passages}
+    return list(seen.values()) or None

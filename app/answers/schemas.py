@@ -106,6 +106,14 @@ class SaidClaim(msgspec.Struct, frozen=True, kw_only=True):
     text: Annotated[str, msgspec.Meta(description="The sentences it produced, in the answer's language.")]
 
 
+class SourceOut(msgspec.Struct, frozen=True, kw_only=True):
+    """An article of the bank's help content the answer quotes (verbatim)."""
+
+    id: str  # the bank's article id
+    title: str
+    version: int  # the live version quoted: the console shows exactly that text
+
+
 class ExplanationResponse(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
     answer_id: str
     account_ref: str
@@ -137,6 +145,8 @@ class ExplanationResponse(msgspec.Struct, frozen=True, omit_defaults=True, kw_on
     choices: list[str] | None = None
     # A conversation handed to an agent by this turn, and why.
     handover: HandoverReason | None = None
+    # The bank's help articles the answer quotes, in the order quoted.
+    sources: list[SourceOut] | None = None
 
 
 class BatchItem(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):

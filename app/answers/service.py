@@ -28,13 +28,23 @@ from app.answers.generation import Outcome, generate
 from app.answers.intent_choice import settle_intent
 from app.answers.messages import Ask, ChatEvent, Delta, Facts, Final, Replace, Turn, final_answer, respond
 from app.answers.planning import plan_job
+from app.answers.realize import sources
 from app.answers.schemas import ExplanationRequest, ExplanationResponse
-from app.answers.turns import asks_model, read_turn, said_before, step_of, took_of, unasked_rule
+from app.answers.turns import (
+    asks_model,
+    deterministic_quotes,
+    deterministic_text,
+    read_turn,
+    said_before,
+    step_of,
+    took_of,
+    unasked_rule,
+)
 from app.data.audit import AuditRow, record_answer, serve_cached, store_cached
 from app.data.database import autocommit, driver_options
 from app.data.driver_pool import DriverPool
 from app.data.tenants import Principal, principal_for
-from app.domain.intents import CANONICAL_QUESTIONS, mentioned
+from app.domain.intents import CANONICAL_QUESTIONS
 from app.domain.priority import QUEUE_DEADLINE_S, effective_level
 from app.domain.reasons import Reason
 from app.domain.vocabulary import Source
@@ -43,7 +53,6 @@ from app.inference.engine import Engine
 from app.inference.factory import build_engine
 from app.inference.scheduler import Hooks, Ledger, Scheduler
 from app.metrics import ANSWER_FIRST_TEXT_BY, ANSWER_SECONDS_BY, ANSWERS_BY, CACHE_LOOKUPS_BY, FALLBACKS_BY
-from app.prompts import render_clarify, render_fallbacks, render_handover
 from app.settings import Settings
 
 log = structlog.get_logger("bill_assistant.answers")
@@ -188,17 +197,6 @@ class AnswerService:
         except Exception:  # never the asking customer's problem; logged for the operator
             log.exception("canonical answer failed", tenant=ask.principal.tenant_slug, account=ask.request.account_ref)
 
-    def _deterministic(self, turn: Turn) -> str:
-        """The answer when the model is not asked or fails: from the facts (or a clarifying question, a handover)."""
-        with turn.ask.stopwatch.stage("explain"):
-            step, reading, policy = step_of(turn), turn.reading, turn.ask.principal.policy
-            if step == "clarify":
-                return render_clarify(reading.choices, turn.locale)
-            if step is not None:
-                return render_handover(step, turn.locale, policy=policy)
-            focus = reading.subjects or mentioned(turn.ask.request.question, turn.facts.labels)
-            return render_fallbacks(reading.all_intents, turn.facts, turn.locale, policy=policy, focus=focus)
-
     def _generate(self, turn: Turn) -> AsyncGenerator[str | Outcome, None]:
         """The model's plan for this turn, checked and said claim by claim (app/answers/generation.py)."""
         assert self.llm is not None
@@ -212,6 +210,7 @@ class AnswerService:
                 previous_question=ask.thread.previous_question if ask.thread else None,
                 reading=turn.reading,
                 said=said_before(turn),
+                quotes=turn.quotes,
                 locale=turn.locale,
                 policy=ask.principal.policy,
                 chat_template=self.settings.chat_template,
@@ -238,7 +237,7 @@ class AnswerService:
         """Serve the model's checked plan, said, or the deterministic text (rendered only then), after
         what a follow-up was taken to be; remember a served canonical answer; audit. Returns the
         answer and why it is not the model's (None: it is)."""
-        explanation, model, usage, plan, claims = None, None, None, None, None
+        explanation, model, usage, plan, claims, quoted = None, None, None, None, None, deterministic_quotes(turn)
         source: Source = "fallback"
         step = step_of(turn)
         if outcome is None:
@@ -247,11 +246,11 @@ class AnswerService:
             assert self.llm is not None
             model, usage, reason, plan = self.llm.model, outcome.usage, outcome.reason, outcome.plan
             if outcome.text is not None and reason is None:
-                explanation, source, claims = outcome.text, "model", outcome.claims
+                explanation, source, claims, quoted = outcome.text, "model", outcome.claims, outcome.quoted
         if reason is not None:
             FALLBACKS_BY(reason.rule).inc()
         if explanation is None:
-            explanation = self._deterministic(turn)
+            explanation = deterministic_text(turn)
         answer = respond(
             turn,
             explanation=took + explanation,
@@ -262,6 +261,7 @@ class AnswerService:
             claims=claims,
             choices=list(turn.reading.choices) if step == "clarify" else None,
             handover=None if step is None or step == "clarify" else step,
+            sources=sources(quoted),
         )
         key = cache.key(turn, self.llm)
         if source == "model" and turn.ask.origin == "fill" and key is not None:  # checked canonical answers only

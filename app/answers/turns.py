@@ -9,15 +9,19 @@ from datetime import date
 from app.answers.messages import Ask, Turn
 from app.data.driver_pool import DriverPool
 from app.data.history import load_history
+from app.data.knowledge_search import search
 from app.domain.claims import Claim
 from app.domain.conversation import Step, next_step, statement_key, statement_lines
-from app.domain.facts import compute_facts
+from app.domain.facts import BillFacts, compute_facts
+from app.domain.intents import mentioned
+from app.domain.knowledge import Passage, Quotes, read_with_library, reason_tags, reasons
+from app.domain.plan import fee_items
 from app.domain.reasons import Rule
 from app.domain.records import AccountHistory
 from app.domain.understanding import Reading, understand
 from app.domain.vocabulary import Locale
 from app.errors import NotFound
-from app.prompts import render_took
+from app.prompts import render_clarify, render_fallbacks, render_handover, render_took
 
 
 async def read_turn(pool: DriverPool, ask: Ask, level: int) -> Turn:
@@ -43,7 +47,27 @@ async def read_turn(pool: DriverPool, ask: Ask, level: int) -> Turn:
         with stopwatch.stage("facts"):
             facts = compute_facts(history, as_of)
     locale = _locale(ask, reading, history.customer_locale)
-    return Turn(ask=ask, level=level, history=history, facts=facts, reading=reading, locale=locale, as_of=as_of)
+    reading, quotes = await _library(pool, ask, facts, reading, locale)
+    return Turn(
+        ask=ask, level=level, history=history, facts=facts, reading=reading, locale=locale, as_of=as_of, quotes=quotes
+    )
+
+
+async def _library(
+    pool: DriverPool, ask: Ask, facts: BillFacts, reading: Reading, locale: Locale
+) -> tuple[Reading, Quotes]:
+    """What the bank's help content says to the question: the passages that fit it (a question they
+    answer is a policy question), and why the statement's fees and interest were charged."""
+    if reading.handover:
+        return reading, Quotes()
+    question = ask.request.question
+    with ask.stopwatch.stage("library"):
+        async with pool.connection() as conn:
+            found = await search(conn, ask.principal.tenant_id, locale, question, reason_tags(facts))
+        fitting = found.fitting()
+        reading = read_with_library(reading, question, fitting)
+    passages = tuple(fitting) if reading.intent == "policy" else ()
+    return reading, Quotes(passages=passages, reasons=reasons(facts, found.tagged))
 
 
 async def _history(pool: DriverPool, ask: Ask, period_end: date | None, as_of: date, search: str) -> AccountHistory:
@@ -98,3 +122,29 @@ def _locale(ask: Ask, reading: Reading, customer_locale: Locale) -> Locale:
     if ask.channel in ("api", "batch") and ask.request.locale:
         return ask.request.locale
     return reading.language or ask.request.locale or customer_locale
+
+
+def deterministic_text(turn: Turn) -> str:
+    """The answer when the model is not asked or fails: from the facts and the bank's passages (or a
+    clarifying question, a handover)."""
+    with turn.ask.stopwatch.stage("explain"):
+        step, reading, policy = step_of(turn), turn.reading, turn.ask.principal.policy
+        if step == "clarify":
+            return render_clarify(reading.choices, turn.locale)
+        if step is not None:
+            return render_handover(step, turn.locale, policy=policy)
+        focus = reading.subjects or mentioned(turn.ask.request.question, turn.facts.labels)
+        return render_fallbacks(
+            reading.all_intents, turn.facts, turn.locale, policy=policy, focus=focus, quotes=turn.quotes
+        )
+
+
+def deterministic_quotes(turn: Turn) -> list[Passage]:
+    """The bank's passages the deterministic answer quotes (app/prompts.py `render_fallbacks`): a policy
+    question's best, and the reasons for the statement's fees; none for a notice or a question back."""
+    if step_of(turn) is not None:
+        return []
+    intents = turn.reading.all_intents
+    best = list(turn.quotes.passages[:1]) if "policy" in intents else []
+    charged = "fees_interest" in intents and fee_items(turn.facts)
+    return best + (list(turn.quotes.reasons) if charged else [])

@@ -46,6 +46,7 @@ from app.api.overload import LagMonitor, Limiter, OverloadMiddleware
 from app.api.request_log import RequestLogMiddleware
 from app.data.admission import PostgresLedger
 from app.data.database import asyncpg_url, connection_budget, driver_options, engine_options, watch_connections
+from app.data.search_text import load_segmenter
 from app.inference.drain import CUT_OFF_GRACE_S
 from app.metrics import scheduler_hooks
 from app.prompts import load_templates
@@ -238,7 +239,7 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
         middleware=[RequestLogMiddleware(), OverloadMiddleware(limiter)],
         request_max_body_size=MAX_BODY_BYTES,  # larger bodies: 413
         cors_config=cors if settings.widget_origins else None,
-        on_startup=[load_templates, _start_batch_worker, _freeze_startup_objects],
+        on_startup=[load_templates, load_segmenter, _start_batch_worker, _freeze_startup_objects],
         on_shutdown=[_shutdown],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         before_send=[_nosniff],

@@ -1,5 +1,5 @@
 """The `bill-assistant` command: migrate, import, tenants, agents, seed, serve, demo, precompute, traffic, replay,
-eval, ab.
+eval, ab, knowledge.
 
 Each command group lives in its own module; this one makes the `main` group and registers them by
 name, imported when run: `import` need not load the web framework, the templates or the eval harness
@@ -30,6 +30,7 @@ COMMANDS = {
     "eval": ("app.cli.eval", "eval_cmd"),
     "conversations": ("app.cli.conversations", "conversations"),
     "ab": ("app.cli.ab", "ab_cmd"),
+    "knowledge": ("app.cli.knowledge", "knowledge"),
 }
 
 

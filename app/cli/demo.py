@@ -16,7 +16,9 @@ from app.data.agents import reset_agent
 from app.data.database import migrate
 from app.data.import_format import parse
 from app.data.importer import import_file
+from app.data.knowledge import import_library
 from app.data.tenants import create_tenant, issue_api_key, tenant_id
+from app.domain.knowledge import parse_library
 from app.settings import Settings
 
 DEMO_AGENT = "agent"
@@ -43,6 +45,11 @@ async def _seed(conn: AsyncConnection, seed: int, customers: int) -> dict[str, s
         doc = parse(msgspec.json.encode(demo.generate(tenant, customers=customers, seed=seed)))
         report = await import_file(conn, doc)
         click.echo(report.summary())
+        found = await tenant_id(conn, tenant.slug)
+        assert found is not None
+        articles = parse_library(demo.library(tenant))
+        loaded = await import_library(conn, found, articles)
+        click.echo(f"{tenant.slug}: help library of {len(articles)} articles, {loaded.created + loaded.changed} loaded")
     return keys
 
 

@@ -31,6 +31,7 @@ from app.domain.claims import (
     NextStep,
     NothingMore,
     PaidSinceClose,
+    PassageClaim,
     PaymentStatusClaim,
     PeriodClaim,
     StillToPay,
@@ -157,6 +158,8 @@ def _claims(kind: str, facts: BillFacts, focus: Sequence[int], said: Sequence[Cl
         return [Change(direction="up" if facts.difference > 0 else "down" if facts.difference < 0 else "same")]
     if kind == "transaction":
         return [Transaction(n=n) for n in sorted(focus)[:2]]
+    if kind == "passage":
+        return [PassageClaim(n=1)]
     return [simple[kind]]
 
 
@@ -171,14 +174,19 @@ def required_claims(
     focus: Iterable[int] = (),
     said: Sequence[Claim] = (),
     rules: Mapping[str, Sequence[str]] | None = None,
+    passages: int = 0,
 ) -> tuple[Claim, ...]:
     """The claims this answer must hold, in the order they are said: each intent's policy for the
     facts' state, then what the question needs; without what the conversation already said (unless
     it asks for it again). `focus`: the numbers of the transactions the question names (FACTS order);
-    `rules`: the tenant's overrides of DEFAULT_RULES."""
+    `rules`: the tenant's overrides of DEFAULT_RULES; `passages`: the bank's passages that fit a policy
+    question (app/domain/knowledge.py): the one that fits is its answer; of several, the model picks."""
     focus = list(focus)
     kinds: list[tuple[str, bool]] = []  # each kind, and whether the question asks for it by name
     for intent in reading.all_intents:
+        if intent == "policy":
+            kinds += [("passage", True)] if passages == 1 else []
+            continue
         if intent == "out_of_scope":
             continue
         key = f"{intent}:{state_of(intent, facts)}"

@@ -76,6 +76,12 @@ class NoAnswer(Claim, frozen=True, tag="no_answer"):
     pass
 
 
+class PassageClaim(Claim, frozen=True, tag="passage"):
+    """One of the bank's own passages, quoted verbatim with its article's title (app/domain/knowledge.py)."""
+
+    n: int  # the passage's number among PASSAGES in the prompt
+
+
 class NothingMore(Claim, frozen=True, tag="nothing_more"):
     """A follow-up's answer when the conversation has said all the facts hold: only ever required by
     the service (app/domain/answer_policy.py), never the model's to choose."""
@@ -94,6 +100,7 @@ AnyClaim = (
     | PeriodClaim
     | NextStep
     | NoAnswer
+    | PassageClaim
     | NothingMore
 )
 CLAIM_TYPES: dict[str, type[Claim]] = {str(cls.__struct_config__.tag): cls for cls in get_args(AnyClaim)}

@@ -95,6 +95,15 @@ SIGNALS: tuple[tuple[Intent, re.Pattern[str]], ...] = (
     ("charge", re.compile(r"\bwhat(?:'s|s|\s+is|\s+was)\s+(?:this|that|the)\b|是什么|是啥")),
 )
 
+# A question about how the bank works rather than about this statement ("how is interest calculated?",
+# "what happens if I only pay the minimum?", "年费能不能免"): the bank's help content answers it when one
+# of its passages fits (app/domain/knowledge.py). Not "怎么多了" (why is it more: a bill change).
+GENERAL = re.compile(
+    r"\bhow\s+(?:do|does|can|could|is|are|would|will|should|long|soon|often|to)\b|\bwhat\s+(?:happens|if)\b"
+    r"|\bcan\s+i\b|\bis\s+there\s+(?:an?|any)\b|\bdo\s+you\s+(?:charge|have|offer)\b|\bpolicy\b"
+    r"|如何|怎么(?!回事|多|少|这么|那么|又|变|涨|高|低)|怎样|多久|会怎样|会怎么样|能不能|能否|可以.{0,10}吗|有没有|咋"
+)
+
 # "why is my bill higher and did my payment arrive": each clause is read on its own; the first one
 # asked that this assistant can answer decides (documented in docs/understanding.md).
 CLAUSE = re.compile(r"[?!;\n。！；，]+|[.,](?!\d)|\b(?:and|also|plus|but)\b|另外|以及|并且|而且|同时")

@@ -32,6 +32,7 @@ from app.domain.claims import (
     MinimumDue,
     NextStep,
     NoAnswer,
+    PassageClaim,
     PaymentStatusClaim,
     StillToPay,
     Transaction,
@@ -50,6 +51,7 @@ LEAD: dict[Intent, frozenset[str]] = {
     "charge": frozenset({"transaction", "no_answer"}),
     "fees_interest": frozenset({"fees_interest"}),
     "payment": frozenset({"payment_status"}),
+    "policy": frozenset({"passage", "no_answer"}),
 }
 _ANY_INTENT = ("new_balance", "period", "next_step")  # fit every answer
 FITS: dict[Intent, frozenset[str]] = {
@@ -61,6 +63,8 @@ FITS: dict[Intent, frozenset[str]] = {
         ("fees_interest", "transaction", "payment_status", "still_to_pay", "minimum_due", *_ANY_INTENT)
     ),
     "payment": frozenset(("payment_status", "paid_since_close", "still_to_pay", "minimum_due", *_ANY_INTENT)),
+    # A policy answer is the bank's passage, or that its help content does not say; and a way on.
+    "policy": frozenset(("passage", "no_answer", "next_step")),
 }
 # A claim whose content an earlier one already said is left out ("nothing is said twice").
 COVERED_BY: dict[str, frozenset[str]] = {"new_balance": frozenset({"change"})}
@@ -98,6 +102,7 @@ class Allowed(NamedTuple):
     required: tuple[Claim, ...] | None = None
     said: tuple[Claim, ...] = ()  # said earlier in the conversation: not offered again
     limit: int = MAX_CLAIMS  # claims in one plan
+    passages: int = 0  # the bank's passages offered (a policy question's candidates)
 
 
 class PlanCheck:
@@ -116,8 +121,10 @@ class PlanCheck:
         intents: Sequence[Intent] = (),
         required: Sequence[Claim] | None = None,
         said: Sequence[Claim] = (),
+        passages: int = 0,
     ) -> None:
         self.facts, self.intent = facts, intent
+        self.passages = passages if "policy" in (intent, *intents) else 0  # how many a passage claim may name
         self.intents: tuple[Intent, ...] = tuple(dict.fromkeys((intent, *intents)))
         self.fits = frozenset().union(*(FITS[i] for i in self.intents if i in FITS))
         self.items = items(facts)
@@ -139,8 +146,9 @@ class PlanCheck:
 
     @property
     def no_answer(self) -> bool:
-        """Whether "the facts do not answer this" can be true: a charge naming nothing, nothing required."""
-        return self.intent == "charge" and not self.focus and not self.required
+        """Whether "the facts do not answer this" can be true, nothing being required: a charge question
+        naming nothing, or a policy question (the model may find that none of the passages fits)."""
+        return self.intent in ("charge", "policy") and not self.focus and not self.required
 
     def check(self, claim: Claim) -> Reason | None:
         kind = kind_of(claim)
@@ -165,6 +173,8 @@ class PlanCheck:
             if claim.n not in self.transactions:
                 what = "no fee or interest" if not self.focus else "not the one asked about"
                 return Reason(rule="wrong_subject", detail=f"transaction {claim.n} is {what}")
+        if isinstance(claim, PassageClaim) and not 1 <= claim.n <= self.passages:
+            return Reason(rule="unknown_index", detail=f"passage {claim.n}")
         if isinstance(claim, PaymentStatusClaim) and claim.status != status:
             return Reason(rule="status_claim", detail=f"{claim.status}, the facts say {status}")
         if isinstance(claim, NoAnswer) and (not self.no_answer or any(not isinstance(c, NextStep) for c in self.seen)):
@@ -209,6 +219,7 @@ class PlanCheck:
             required=self.required,
             said=self.said,
             limit=self.limit,
+            passages=self.passages,
         )
 
     def ready(self) -> bool:

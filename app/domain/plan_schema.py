@@ -48,6 +48,8 @@ def _claims(kind: str, allowed: Allowed) -> list[dict[str, Any]]:
         return [_claim(kind, status=allowed.status)]
     if kind == "next_step":
         return [_claim(kind, action=["agent"] if paid else ["pay", "agent"])]
+    if kind == "passage":
+        return [_claim(kind, n=list(range(1, allowed.passages + 1)))] if allowed.passages else []
     if (kind in ("still_to_pay", "minimum_due") and paid) or (kind == "no_answer" and not allowed.no_answer):
         return []
     return [_claim(kind)]

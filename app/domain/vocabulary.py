@@ -13,8 +13,9 @@ Locale = Literal["en", "zh-CN"]
 Channel = Literal["widget", "console", "api", "batch"]
 # A tenant's class caps the priority its channels may reach.
 PriorityClass = Literal["interactive", "standard", "batch"]
-# What a question is about, decided without a model (app/domain/intents.py).
-Intent = Literal["bill_change", "charge", "fees_interest", "payment", "out_of_scope"]
+# What a question is about, decided without a model (app/domain/intents.py); "policy": how the bank
+# works, answered from its own help content (app/domain/knowledge.py).
+Intent = Literal["bill_change", "charge", "fees_interest", "payment", "policy", "out_of_scope"]
 # What a question asks for besides its intent (app/domain/lexicon.py NEEDS): the amount to pay, the
 # due date, what arrived, the cause, anything more, the same again.
 Need = Literal["amount_due", "due_date", "arrived", "cause", "more", "again"]

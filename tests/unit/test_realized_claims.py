@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.answers.realize import Realizer
+from app.answers.realize import Realizer, SlotValues
 from app.domain import formatting
 from app.domain.claims import (
     Change,
@@ -45,7 +45,7 @@ from app.domain.records import Line
 from app.domain.slots import MAX_DRIVERS, items
 from app.domain.vocabulary import Intent, Locale
 from app.eval.keyfields import key_field_errors
-from app.prompts import JOINERS, SlotValues, phrases
+from app.prompts import JOINERS, phrases
 from tests.generated_facts import KNOWN, PLAN_INTENTS, accepted_alone, random_facts
 from tests.histories import GYM, OCT, SEP, history
 

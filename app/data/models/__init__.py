@@ -4,6 +4,7 @@ importing this package registers every table on Base.metadata."""
 from app.data.models.access import AdmissionBucket, AdmissionLease, Agent, AgentSession, SigninThrottle
 from app.data.models.base import Base
 from app.data.models.conversations import Conversation, ConversationMessage
+from app.data.models.knowledge import KnowledgeArticle, KnowledgePassage, KnowledgeVersion
 from app.data.models.ledger import (
     Account,
     BulkLoad,
@@ -32,6 +33,9 @@ __all__ = [
     "Customer",
     "Job",
     "JobItem",
+    "KnowledgeArticle",
+    "KnowledgePassage",
+    "KnowledgeVersion",
     "LedgerVersion",
     "SigninThrottle",
     "Statement",
