@@ -13,6 +13,7 @@ STAGES = {
     "admission": "admission wait",
     "db": "database",
     "facts": "facts",
+    "library": "help content search",
     "cache": "answer cache",  # rows from before a hit was found by the records' statement (0010)
     "explain": "deterministic text",
     "prompt": "prompt",

@@ -39,7 +39,7 @@ best AS (
     FROM live, q_any WHERE live.search @@ q_any.query
     ORDER BY rank DESC, live.slug LIMIT :max_found
 )
-SELECT json_build_object(
+SELECT CAST(json_build_object(
     'total', (SELECT count(*) FROM live),
     'terms', (SELECT COALESCE(json_object_agg(t, (SELECT count(*) FROM live
                   WHERE live.search @@ to_tsquery('simple', quote_literal(t)))), '{}') FROM q, unnest(q.terms) t),
@@ -54,7 +54,7 @@ SELECT json_build_object(
         FROM live JOIN knowledge_passages p ON p.version_id = live.id, unnest(live.tags) tag, q_any
         WHERE lower(tag) = ANY(:tags)
         ORDER BY lower(tag), ts_rank_cd(p.search, q_any.query) DESC, live.slug, p.n) t)
-)"""
+) AS text)"""
 )
 
 

@@ -201,12 +201,14 @@ def reasons(facts: BillFacts, tagged: Mapping[str, Passage]) -> tuple[Passage, .
 
 
 def read_with_library(reading: Reading, question: str, fitting: Sequence[Passage]) -> Reading:
-    """A question the bank's help content answers gets the policy intent: a passage fits it, it names
-    no line of the statement, and the rules either found nothing they answer (out of scope, but not
-    a request for a person) or it asks how things work ("how is interest calculated?")."""
-    if not fitting or reading.handover or reading.subjects or reading.choices:
+    """A question the bank's help content answers gets the policy intent, when a passage fits it and
+    the rules found nothing they answer (out of scope, but not a request for a person), or it asks how
+    things work ("how is interest calculated?", "how do I avoid the late fee?") about no bill change
+    and no line it names (a kind of line, such as interest, is no line)."""
+    if not fitting or reading.handover or reading.choices:
         return reading
-    if reading.intent == "out_of_scope" or lexicon.GENERAL.search(normalize(question)):
+    general = lexicon.GENERAL.search(normalize(question)) and reading.intent != "bill_change"
+    if reading.intent == "out_of_scope" or (general and (not reading.subjects or reading.intent == "fees_interest")):
         return dataclasses.replace(reading, intent="policy", intents=("policy",), certain=True)
     return reading
 

@@ -115,7 +115,7 @@ async def test_a_miss_caches_the_canonical_answer_which_the_next_question_gets(
     again = await ask(llm, bank, statement_period_end="2026-10-31", question="Why did my bill go up?")
     assert (again["source"], again["explanation"]) == ("cache", SHOWN)
     # Found by its facts and audited in one statement: the engine is not asked.
-    assert set(again["timings_ms"]) == {"auth", "admission", "db", "facts", "cache", "total"}
+    assert set(again["timings_ms"]) == {"auth", "admission", "db", "facts", "library", "cache", "total"}
     # Three audited answers: the customer's, the canonical one at batch level, and the cached one,
     # which repeats the canonical answer's id.
     rows = await audit_rows(engine, bank)

@@ -434,7 +434,7 @@ async def test_a_model_answer_shows_engine_stages_and_regenerating_skips_the_cac
     page = await model_console.get(f"/console/answers/{again}")
     assert '<dd id="source">cache</dd>' in page.text
     # The row is written by the statement that finds the hit, once the facts are worked out.
-    assert stage_rows(page) == ["auth", "admission", "db", "facts"]
+    assert stage_rows(page) == ["auth", "admission", "db", "facts", "library"]
     assert len(fake_sglang.fake.requests) == 2
 
     regenerated = answer_id_of(await ask(model_console, csrf, regenerate="1"))
