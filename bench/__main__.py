@@ -1,6 +1,6 @@
 """./scripts/dev bench [BENCH] [options], BENCH one of: explain (the default), prefix, priorities, ladder,
 cache, cache-days, cache-replay, chat, conversations, overload, shedding, overhead, in-process, workers,
-statement-size, import.
+statement-size, import, knowledge.
 
 See each module's docstring."""
 
@@ -15,6 +15,7 @@ from bench import (
     explain_load,
     import_load,
     in_process,
+    knowledge,
     ladder,
     overhead,
     overload,
@@ -42,6 +43,7 @@ BENCHES = {
     "workers": workers.main,
     "statement-size": statement_size.main,
     "import": import_load.main,
+    "knowledge": knowledge.main,
 }
 
 if len(sys.argv) > 1 and sys.argv[1] in BENCHES:

@@ -6,7 +6,8 @@ hit is served only to questions classified to that intent. A customer's own free
 never becomes another question's answer, so an instruction smuggled into a question cannot either.
 
 The key is what the answer was built from: a digest of its facts (app/domain/facts.py
-`facts_digest`, where the as-of date counts only as whether the due date has passed), the intent,
+`facts_digest`, where the as-of date counts only as whether the due date has passed) and of the
+versions of the bank's passages it may quote (an approved change is a miss), the intent,
 the locale, the prompt version and the engine profile (model, quantization, engine build). So a hit
 states exactly the facts a fresh answer would, from the same template and engine; the same facts on
 the next day hit, and a payment, a new line or the due date passing miss. Charge questions are not
@@ -26,6 +27,7 @@ from app.answers.messages import Turn
 from app.domain.answer_policy import required_claims
 from app.domain.facts import facts_digest
 from app.domain.intents import CANONICAL_QUESTIONS
+from app.domain.knowledge import quoted_digest
 from app.domain.plan import same_claim
 from app.domain.understanding import Reading, understand
 from app.domain.vocabulary import Intent, Locale
@@ -90,7 +92,8 @@ def key(turn: Turn, llm: Engine | None) -> CacheKey | None:
     return CacheKey(
         tenant_id=turn.ask.principal.tenant_id,
         statement_id=turn.facts.statement.id,
-        facts_digest=facts_digest(turn.facts),
+        # The versions of the bank's passages it may quote (the reasons for its fees) count too.
+        facts_digest=quoted_digest(facts_digest(turn.facts), turn.quotes.reasons),
         intent=turn.intent,
         locale=turn.locale,
         prompt_version=answer_version(turn.ask.principal.policy),

@@ -4,6 +4,7 @@ and what a conversation's turn calls for besides an answer (app/domain/conversat
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import date
 
 from app.answers.messages import Ask, Turn
@@ -64,10 +65,15 @@ async def _library(
     with ask.stopwatch.stage("library"):
         async with pool.connection() as conn:
             found = await search(conn, ask.principal.tenant_id, locale, question, reason_tags(facts))
-        fitting = found.fitting()
+        why, fitting = reasons(facts, found.tagged), found.fitting()
         reading = read_with_library(reading, question, fitting)
-    passages = tuple(fitting) if reading.intent == "policy" else ()
-    return reading, Quotes(passages=passages, reasons=reasons(facts, found.tagged))
+    if reading.intent == "fees_interest" and "policy" in reading.intents:
+        # A policy part after the fees: not an article their reasons quote already, or no part at all.
+        fitting = [p for p in fitting if p.article not in {r.article for r in why}]
+        if not fitting:
+            reading = dataclasses.replace(reading, intents=tuple(i for i in reading.intents if i != "policy"))
+    passages = tuple(fitting) if "policy" in reading.all_intents else ()
+    return reading, Quotes(passages=passages, reasons=why)
 
 
 async def _history(pool: DriverPool, ask: Ask, period_end: date | None, as_of: date, search: str) -> AccountHistory:

@@ -69,6 +69,7 @@ async def import_library(
 ) -> ImportReport:
     """Load checked articles (app/domain/knowledge.py `parse_library`): live at once, or as drafts."""
     created = changed = unchanged = 0
+    live: set[str] = set()  # the locales whose live articles changed
     for article in articles:
         row = (
             await conn.execute(_ARTICLE, {"tenant_id": tenant_id, "slug": article.id, "locale": article.locale})
@@ -82,8 +83,11 @@ async def import_library(
         else:
             version_id = await _add_version(conn, tenant_id, row.id, article, "draft", IMPORTED_BY)
             await _make_live(conn, tenant_id, version_id, PIPELINE)
+            live.add(article.locale)
         created += row.created
         changed += not row.created
+    for locale in sorted(live):
+        await _count_terms(conn, tenant_id, locale)
     return ImportReport(created=created, changed=changed, unchanged=unchanged)
 
 
@@ -110,6 +114,7 @@ async def approve(conn: AsyncConnection, tenant_id: int, version_id: int, approv
     if draft.author == approver:
         raise PermissionError("a draft is approved by someone other than its author")
     await _make_live(conn, tenant_id, version_id, approver)
+    await _count_terms(conn, tenant_id, draft.locale)
     return await version(conn, tenant_id, version_id)
 
 
@@ -187,9 +192,9 @@ async def _add_version(
         await conn.execute(
             text(
                 """INSERT INTO knowledge_versions
-                       (tenant_id, article_id, version, title, body, tags, questions, status, author, search)
-                   SELECT :tenant_id, :article_id, COALESCE(max(version), 0) + 1, :title, :body, :tags, :questions,
-                          :status, :author,
+                       (tenant_id, article_id, locale, version, title, body, tags, questions, status, author, search)
+                   SELECT :tenant_id, :article_id, :locale, COALESCE(max(version), 0) + 1, :title, :body, :tags,
+                          :questions, :status, :author,
                           setweight(to_tsvector(CAST(:config AS regconfig), :title_words), 'A')
                           || setweight(to_tsvector(CAST(:config AS regconfig), :asked_words), 'B')
                           || setweight(to_tsvector(CAST(:config AS regconfig), :body_words), 'C')
@@ -198,6 +203,7 @@ async def _add_version(
             {
                 "tenant_id": tenant_id,
                 "article_id": article_id,
+                "locale": locale,
                 "title": article.title,
                 "body": article.body,
                 "tags": list(article.tags),
@@ -248,4 +254,29 @@ async def _make_live(conn: AsyncConnection, tenant_id: int, version_id: int, app
             "WHERE id = :id AND tenant_id = :tenant_id"
         ),
         {"id": version_id, "tenant_id": tenant_id, "approver": approver},
+    )
+
+
+async def _count_terms(conn: AsyncConnection, tenant_id: int, locale: str) -> None:
+    """Count again how many live articles of the locale hold each search term (once per change: a
+    library file's import counts once, at its end)."""
+    values = {"tenant_id": tenant_id, "locale": locale}
+    await conn.execute(text("DELETE FROM knowledge_terms WHERE tenant_id = :tenant_id AND locale = :locale"), values)
+    await conn.execute(
+        text(
+            """INSERT INTO knowledge_terms (tenant_id, locale, term, articles)
+               SELECT :tenant_id, :locale, word, ndoc FROM ts_stat(format(
+                   'SELECT search FROM knowledge_versions WHERE tenant_id = %s AND locale = %L AND status = ''live''',
+                   CAST(:tenant_id AS bigint), CAST(:locale AS text)))"""
+        ),
+        values,
+    )
+    await conn.execute(
+        text(
+            """INSERT INTO knowledge_libraries (tenant_id, locale, articles)
+               SELECT :tenant_id, CAST(:locale AS varchar), count(*) FROM knowledge_versions
+               WHERE tenant_id = :tenant_id AND locale = :locale AND status = 'live'
+               ON CONFLICT (tenant_id, locale) DO UPDATE SET articles = EXCLUDED.articles, counted_at = now()"""
+        ),
+        values,
     )

@@ -1,9 +1,10 @@
-"""What a question finds in the bank's live library, in one round trip on the answer's connection:
-candidate articles by Postgres full-text search (ranked by `ts_rank_cd`; the title weighs most, then
-the questions customers ask and the tags, then the body), each with its passage that fits the question
-best; how many live articles hold each of the question's search terms (what makes a rare word count
-more than a common one, app/domain/knowledge.py `Found.fitting`); and for each statement label or
-transaction kind asked about, the passage of the article tagged with it that fits the question best."""
+"""What a question finds in the bank's live library, in two round trips on the answer's connection:
+first its search terms and how many live articles hold each (app/domain/knowledge.py `Terms`, kept in
+knowledge_terms and knowledge_libraries with every change); then the candidate articles by Postgres
+full-text search among those holding one of the deciding (rarest) terms, ranked by `ts_rank_cd` on all
+of them (the title weighs most, then the questions customers ask and the tags, then the body), each
+with its passage that fits the question best; and for each statement label or transaction kind asked
+about, the passage of the article tagged with it that fits the question best."""
 
 from __future__ import annotations
 
@@ -16,44 +17,48 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.data.database import driver_of
 from app.data.search_text import query_text, search_locale
 from app.data.sql import Statement
-from app.domain.knowledge import Candidate, Found, Passage
+from app.domain.knowledge import Candidate, Found, Passage, Terms
 from app.domain.vocabulary import Locale
 
 MAX_FOUND = 12  # candidate articles ranked by the search before `Found.fitting` chooses
 
-_SEARCH = Statement(
+# Cast to text: the driver would decode JSON itself (to dicts, on a SQLAlchemy connection).
+_TERMS = Statement(
     """
-WITH q AS (
-    SELECT array(SELECT DISTINCT unnest(tsvector_to_array(to_tsvector(CAST(:config AS regconfig), :query)))) AS terms
-),
-q_any AS (
-    SELECT to_tsquery('simple', COALESCE(string_agg(quote_literal(t), ' | '), '')) AS query FROM q, unnest(q.terms) t
-),
-live AS (
-    SELECT v.id, v.version, v.title, v.tags, v.search, a.slug
+WITH q AS (SELECT DISTINCT unnest(tsvector_to_array(to_tsvector(CAST(:config AS regconfig), :query))) AS term)
+SELECT CAST(json_build_object(
+    'total', COALESCE((SELECT articles FROM knowledge_libraries WHERE tenant_id = :tenant_id AND locale = :locale), 0),
+    'frequency', (SELECT COALESCE(json_object_agg(q.term, COALESCE(k.articles, 0)), '{}')
+                  FROM q LEFT JOIN knowledge_terms k
+                  ON k.tenant_id = :tenant_id AND k.locale = :locale AND k.term = q.term)
+) AS text)"""
+)
+_TSQUERY = (
+    "to_tsquery('simple', array_to_string(array(SELECT quote_literal(t) FROM unnest(CAST({} AS text[])) t), ' | '))"
+)
+_FOUND = Statement(
+    f"""
+WITH best AS (
+    SELECT v.id, v.version, v.title, v.search, a.slug, ts_rank_cd(v.search, {_TSQUERY.format(":terms")}) AS rank
     FROM knowledge_versions v JOIN knowledge_articles a ON a.id = v.article_id
-    WHERE v.tenant_id = :tenant_id AND v.status = 'live' AND a.locale = :locale
-),
-best AS (
-    SELECT live.*, ts_rank_cd(live.search, q_any.query) AS rank
-    FROM live, q_any WHERE live.search @@ q_any.query
-    ORDER BY rank DESC, live.slug LIMIT :max_found
+    WHERE v.tenant_id = :tenant_id AND v.locale = :locale AND v.status = 'live'
+      AND v.search @@ {_TSQUERY.format(":deciding")}
+    ORDER BY rank DESC, a.slug LIMIT :max_found
 )
 SELECT CAST(json_build_object(
-    'total', (SELECT count(*) FROM live),
-    'terms', (SELECT COALESCE(json_object_agg(t, (SELECT count(*) FROM live
-                  WHERE live.search @@ to_tsquery('simple', quote_literal(t)))), '{}') FROM q, unnest(q.terms) t),
     'candidates', (SELECT COALESCE(json_agg(c ORDER BY c.rank DESC, c.article), '[]') FROM (
         SELECT best.slug AS article, best.version, best.title, p.n, p.text, best.rank,
                tsvector_to_array(best.search) AS terms
-        FROM best, q_any, LATERAL (
+        FROM best, LATERAL (
             SELECT n, text FROM knowledge_passages WHERE version_id = best.id
-            ORDER BY ts_rank_cd(search, q_any.query) DESC, n LIMIT 1) p) c),
-    'tagged', (SELECT COALESCE(json_object_agg(tag, row_to_json(t)), '{}') FROM (
-        SELECT DISTINCT ON (lower(tag)) lower(tag) AS tag, live.slug AS article, live.version, live.title, p.n, p.text
-        FROM live JOIN knowledge_passages p ON p.version_id = live.id, unnest(live.tags) tag, q_any
-        WHERE lower(tag) = ANY(:tags)
-        ORDER BY lower(tag), ts_rank_cd(p.search, q_any.query) DESC, live.slug, p.n) t)
+            ORDER BY ts_rank_cd(search, {_TSQUERY.format(":terms")}) DESC, n LIMIT 1) p) c),
+    'tagged', (SELECT COALESCE(json_object_agg(tag, row_to_json(t)), '{{}}') FROM (
+        SELECT DISTINCT ON (lower(tag)) lower(tag) AS tag, a.slug AS article, v.version, v.title, p.n, p.text
+        FROM knowledge_versions v JOIN knowledge_articles a ON a.id = v.article_id
+        JOIN knowledge_passages p ON p.version_id = v.id, unnest(v.tags) tag
+        WHERE cardinality(CAST(:tags AS text[])) > 0
+          AND v.tenant_id = :tenant_id AND v.locale = :locale AND v.status = 'live' AND lower(tag) = ANY(:tags)
+        ORDER BY lower(tag), ts_rank_cd(p.search, {_TSQUERY.format(":terms")}) DESC, a.slug, p.n) t)
 ) AS text)"""
 )
 
@@ -72,12 +77,11 @@ class _Row(msgspec.Struct, frozen=True):
 
 
 class _Result(msgspec.Struct, frozen=True):
-    total: int
-    terms: dict[str, int]
     candidates: list[_Row]
     tagged: dict[str, _Row]
 
 
+_decode_terms = msgspec.json.Decoder(Terms).decode
 _decode = msgspec.json.Decoder(_Result).decode
 
 
@@ -91,18 +95,23 @@ async def search(
     """What the question finds in the tenant's live articles in its locale; `tags`: the labels and
     kinds whose tagged passage is wanted (case does not matter)."""
     raw = await driver_of(conn) if isinstance(conn, AsyncConnection) else conn
+    where = {"tenant_id": tenant_id, "locale": locale}
+    terms = _decode_terms(
+        await raw.fetchval(
+            _TERMS.sql,
+            *_TERMS.args({**where, "config": search_locale(locale).config, "query": query_text(question, locale)}),
+        )
+    )
     values = {
-        "tenant_id": tenant_id,
-        "locale": locale,
-        "config": search_locale(locale).config,
-        "query": query_text(question, locale),
+        **where,
+        "terms": sorted(terms.frequency),
+        "deciding": terms.deciding(),
         "tags": sorted({tag.lower() for tag in tags}),
         "max_found": MAX_FOUND,
     }
-    result = _decode(await raw.fetchval(_SEARCH.sql, *_SEARCH.args(values)))
+    result = _decode(await raw.fetchval(_FOUND.sql, *_FOUND.args(values)))
     return Found(
-        total=result.total,
-        frequency=result.terms,
+        terms=terms,
         candidates=[Candidate(passage=c.passage(), rank=c.rank, terms=frozenset(c.terms)) for c in result.candidates],
         tagged={tag: row.passage() for tag, row in result.tagged.items()},
     )

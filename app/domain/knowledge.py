@@ -143,13 +143,11 @@ class Candidate(msgspec.Struct, frozen=True, kw_only=True):
     terms: frozenset[str]
 
 
-class Found(msgspec.Struct, frozen=True, kw_only=True):
-    """What a question found in a library (app/data/knowledge_search.py)."""
+class Terms(msgspec.Struct, frozen=True, kw_only=True):
+    """A question's search terms and how common each is in the library it is asked of."""
 
     total: int  # live articles in the question's locale
     frequency: dict[str, int]  # each of the question's search terms: the live articles that hold it
-    candidates: list[Candidate]  # best ranked first
-    tagged: dict[str, Passage]  # a label or kind asked about (lowercase): its tagged article's passage
 
     def weight(self, term: str) -> float:
         """A term's weight (BM25's inverse document frequency): a word every article holds says little.
@@ -158,10 +156,30 @@ class Found(msgspec.Struct, frozen=True, kw_only=True):
         held = self.frequency.get(term, 0) or self.total / 3
         return math.log(1 + (self.total - held + 0.5) / (held + 0.5))
 
-    def coverage(self, candidate: Candidate) -> float:
-        """The share of the question's terms, by weight, that the candidate's article holds."""
+    def coverage(self, held: Iterable[str]) -> float:
+        """The share of the question's terms, by weight, among `held` (an article's terms)."""
         need = sum(self.weight(t) for t in self.frequency)
-        return sum(self.weight(t) for t in candidate.terms & self.frequency.keys()) / need if need else 0.0
+        return sum(self.weight(t) for t in set(held) & self.frequency.keys()) / need if need else 0.0
+
+    def deciding(self) -> list[str]:
+        """The rarest terms, as few as hold more than 1 - MIN_COVERAGE of the weight: an article with
+        none of them cannot fit, so the search looks only at articles with one (the common words
+        of a large library match thousands)."""
+        need = sum(self.weight(t) for t in self.frequency)
+        chosen: list[str] = []
+        for term in sorted(self.frequency, key=lambda t: (-self.weight(t), t)):
+            if sum(self.weight(t) for t in chosen) > (1 - MIN_COVERAGE) * need:
+                break
+            chosen.append(term)
+        return chosen
+
+
+class Found(msgspec.Struct, frozen=True, kw_only=True):
+    """What a question found in a library (app/data/knowledge_search.py)."""
+
+    terms: Terms
+    candidates: list[Candidate]  # best ranked first
+    tagged: dict[str, Passage]  # a label or kind asked about (lowercase): its tagged article's passage
 
     def fitting(self) -> list[Passage]:
         """The passages that may answer the question, in the search's order: the best ranked article,
@@ -171,7 +189,7 @@ class Found(msgspec.Struct, frozen=True, kw_only=True):
             return []
         best = self.candidates[0].rank
         near = [c for c in self.candidates if c.rank >= best * MIN_SHARE_OF_BEST]
-        return [c.passage for c in near if self.coverage(c) >= MIN_COVERAGE][:MAX_CANDIDATES]
+        return [c.passage for c in near if self.terms.coverage(c.terms) >= MIN_COVERAGE][:MAX_CANDIDATES]
 
 
 class Quotes(msgspec.Struct, frozen=True, kw_only=True):
@@ -201,16 +219,22 @@ def reasons(facts: BillFacts, tagged: Mapping[str, Passage]) -> tuple[Passage, .
 
 
 def read_with_library(reading: Reading, question: str, fitting: Sequence[Passage]) -> Reading:
-    """A question the bank's help content answers gets the policy intent, when a passage fits it and
-    the rules found nothing they answer (out of scope, but not a request for a person), or it asks how
-    things work ("how is interest calculated?", "how do I avoid the late fee?") about no bill change
-    and no line it names (a kind of line, such as interest, is no line)."""
-    if not fitting or reading.handover or reading.choices:
+    """What a question is once the bank's help content is asked too (a passage fits it):
+    - the policy intent alone, when the rules found nothing they answer (out of scope, but not a
+      request for a person), or it asks how things work ("how is interest calculated?", "how do I
+      avoid the late fee?") about no bill change and no line it names (a kind, such as interest, is
+      no line);
+    - a policy part after the statement's, when it asks about fees, a payment or an unnamed charge
+      ("annual fee?", "did my payment arrive?"): the records answer, and the bank's passage with them;
+    - unchanged otherwise: a bill change, a named line, a request for a person, a question back."""
+    if not fitting or reading.handover or reading.choices or reading.intent == "bill_change":
         return reading
-    general = lexicon.GENERAL.search(normalize(question)) and reading.intent != "bill_change"
-    if reading.intent == "out_of_scope" or (general and (not reading.subjects or reading.intent == "fees_interest")):
+    named = reading.subjects and reading.intent != "fees_interest"
+    if reading.intent == "out_of_scope" or (lexicon.GENERAL.search(normalize(question)) and not named):
         return dataclasses.replace(reading, intent="policy", intents=("policy",), certain=True)
-    return reading
+    if named or "policy" in reading.all_intents:
+        return reading
+    return dataclasses.replace(reading, intents=(*reading.all_intents, "policy"))
 
 
 def quoted_digest(digest: str, quoted: Iterable[Passage]) -> str:

@@ -37,6 +37,7 @@ def upgrade() -> None:
         sa.Column("id", sa.BigInteger(), sa.Identity(always=False), nullable=False),
         sa.Column("tenant_id", sa.BigInteger(), nullable=False),
         sa.Column("article_id", sa.BigInteger(), nullable=False),
+        sa.Column("locale", sa.String(length=8), nullable=False),
         sa.Column("version", sa.Integer(), nullable=False),
         sa.Column("title", sa.String(length=200), nullable=False),
         sa.Column("body", sa.Text(), nullable=False),
@@ -72,7 +73,9 @@ def upgrade() -> None:
         postgresql_where=sa.text("status = 'live'"),
     )
     op.create_index("ix_knowledge_versions_search", "knowledge_versions", ["search"], postgresql_using="gin")
-    op.create_index("ix_knowledge_versions_tenant_id_status", "knowledge_versions", ["tenant_id", "status"])
+    op.create_index(
+        "ix_knowledge_versions_tenant_id_locale_status", "knowledge_versions", ["tenant_id", "locale", "status"]
+    )
     op.create_table(
         "knowledge_passages",
         sa.Column("id", sa.BigInteger(), sa.Identity(always=False), nullable=False),
@@ -91,7 +94,35 @@ def upgrade() -> None:
     )
 
 
+    op.create_table(
+        "knowledge_terms",
+        sa.Column("tenant_id", sa.BigInteger(), nullable=False),
+        sa.Column("locale", sa.String(length=8), nullable=False),
+        sa.Column("term", sa.Text(), nullable=False),
+        sa.Column("articles", sa.Integer(), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["tenant_id"], ["tenants.id"], name=op.f("fk_knowledge_terms_tenant_id_tenants"), ondelete="CASCADE"
+        ),
+        sa.PrimaryKeyConstraint("tenant_id", "locale", "term", name=op.f("pk_knowledge_terms")),
+    )
+
+
+    op.create_table(
+        "knowledge_libraries",
+        sa.Column("tenant_id", sa.BigInteger(), nullable=False),
+        sa.Column("locale", sa.String(length=8), nullable=False),
+        sa.Column("articles", sa.Integer(), nullable=False),
+        sa.Column("counted_at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["tenant_id"], ["tenants.id"], name=op.f("fk_knowledge_libraries_tenant_id_tenants"), ondelete="CASCADE"
+        ),
+        sa.PrimaryKeyConstraint("tenant_id", "locale", name=op.f("pk_knowledge_libraries")),
+    )
+
+
 def downgrade() -> None:
+    op.drop_table("knowledge_libraries")
+    op.drop_table("knowledge_terms")
     op.drop_table("knowledge_passages")
     op.drop_table("knowledge_versions")
     op.drop_table("knowledge_articles")

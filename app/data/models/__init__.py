@@ -4,7 +4,13 @@ importing this package registers every table on Base.metadata."""
 from app.data.models.access import AdmissionBucket, AdmissionLease, Agent, AgentSession, SigninThrottle
 from app.data.models.base import Base
 from app.data.models.conversations import Conversation, ConversationMessage
-from app.data.models.knowledge import KnowledgeArticle, KnowledgePassage, KnowledgeVersion
+from app.data.models.knowledge import (
+    KnowledgeArticle,
+    KnowledgeLibrary,
+    KnowledgePassage,
+    KnowledgeTerm,
+    KnowledgeVersion,
+)
 from app.data.models.ledger import (
     Account,
     BulkLoad,
@@ -34,7 +40,9 @@ __all__ = [
     "Job",
     "JobItem",
     "KnowledgeArticle",
+    "KnowledgeLibrary",
     "KnowledgePassage",
+    "KnowledgeTerm",
     "KnowledgeVersion",
     "LedgerVersion",
     "SigninThrottle",

@@ -58,12 +58,13 @@ class KnowledgeVersion(Base):
         CheckConstraint("approved_by IS NULL OR approved_by <> author", name="four_eyes"),
         Index("uq_knowledge_versions_live", "article_id", unique=True, postgresql_where=text("status = 'live'")),
         Index("ix_knowledge_versions_search", "search", postgresql_using="gin"),
-        Index("ix_knowledge_versions_tenant_id_status", "tenant_id", "status"),
+        Index("ix_knowledge_versions_tenant_id_locale_status", "tenant_id", "locale", "status"),
     )
 
     id: Mapped[int] = id_column()
     tenant_id: Mapped[int] = mapped_column(BigInteger)
     article_id: Mapped[int] = mapped_column(BigInteger)
+    locale: Mapped[str] = mapped_column(String(8))  # the article's: searched without a join
     version: Mapped[int] = mapped_column()
     title: Mapped[str] = mapped_column(String(200))
     body: Mapped[str] = mapped_column(Text)
@@ -91,3 +92,26 @@ class KnowledgePassage(Base):
     n: Mapped[int] = mapped_column(SmallInteger)  # its place in the article, from 1
     text: Mapped[str] = mapped_column(Text)
     search: Mapped[str] = mapped_column(TSVECTOR)
+
+
+class KnowledgeTerm(Base):
+    """How many live articles of a tenant's locale hold each search term: what makes a rare word weigh
+    more than a common one (app/domain/knowledge.py), kept with every change to what is live."""
+
+    __tablename__ = "knowledge_terms"
+
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True)
+    locale: Mapped[str] = mapped_column(String(8), primary_key=True)
+    term: Mapped[str] = mapped_column(Text, primary_key=True)
+    articles: Mapped[int] = mapped_column()
+
+
+class KnowledgeLibrary(Base):
+    """A tenant's library in one locale: how many articles are live (what the terms' counts are of)."""
+
+    __tablename__ = "knowledge_libraries"
+
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True)
+    locale: Mapped[str] = mapped_column(String(8), primary_key=True)
+    articles: Mapped[int] = mapped_column()
+    counted_at: Mapped[datetime] = created_at_column()
