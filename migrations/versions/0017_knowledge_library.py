@@ -42,9 +42,7 @@ def upgrade() -> None:
         sa.Column("title", sa.String(length=200), nullable=False),
         sa.Column("body", sa.Text(), nullable=False),
         sa.Column("tags", postgresql.ARRAY(sa.String(length=100)), server_default=sa.text("'{}'"), nullable=False),
-        sa.Column(
-            "questions", postgresql.ARRAY(sa.String(length=300)), server_default=sa.text("'{}'"), nullable=False
-        ),
+        sa.Column("questions", postgresql.ARRAY(sa.String(length=300)), server_default=sa.text("'{}'"), nullable=False),
         sa.Column("status", sa.String(length=8), nullable=False),
         sa.Column("author", sa.String(length=200), nullable=False),
         sa.Column("approved_by", sa.String(length=200), nullable=True),
@@ -93,7 +91,6 @@ def upgrade() -> None:
         sa.UniqueConstraint("version_id", "n", name=op.f("uq_knowledge_passages_version_id_n")),
     )
 
-
     op.create_table(
         "knowledge_terms",
         sa.Column("tenant_id", sa.BigInteger(), nullable=False),
@@ -105,7 +102,6 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("tenant_id", "locale", "term", name=op.f("pk_knowledge_terms")),
     )
-
 
     op.create_table(
         "knowledge_libraries",
