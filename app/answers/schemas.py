@@ -207,3 +207,6 @@ class ChatFacts(msgspec.Struct, frozen=True, kw_only=True):
     drivers: list[Driver]
     payment: PaymentOut
     display: FactsDisplay
+    # The bank's help articles the answer quotes (a transcript's answer keeps them; the first event of a
+    # stream, sent before the answer, has none).
+    sources: list[SourceOut] | None = None

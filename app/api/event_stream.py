@@ -50,6 +50,7 @@ def chat_facts(answer: ExplanationResponse) -> ChatFacts:
         drivers=answer.drivers,
         payment=answer.payment,
         display=display,
+        sources=answer.sources,
     )
 
 

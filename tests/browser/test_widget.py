@@ -19,8 +19,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.api.app import create_app
 from app.data.database import autocommit
 from app.data.history import load_history
+from app.data.knowledge import import_library
 from app.data.tenants import set_limits
 from app.domain.facts import compute_facts
+from app.domain.knowledge import ArticleIn
 from app.prompts import phrases
 from app.settings import Settings
 from tests.browser.helpers import screenshot
@@ -408,3 +410,24 @@ async def test_the_demo_page_streams_from_the_real_embedded_model(page: Page, da
         await screenshot(page, "widget-embedded-model")
     finally:
         server.stop()
+
+
+async def test_an_answer_from_the_banks_help_content_shows_its_source(
+    page: Page, serve: Any, bank: Any, engine: AsyncEngine
+) -> None:
+    text = "To dispute a charge, open it in the app and choose Dispute, or ask an agent in the chat."
+    article = ArticleIn(
+        id="dispute-how", locale="en", title="Disputing a charge", body=text, questions=["how do I dispute a charge"]
+    )
+    async with engine.begin() as conn:
+        await import_library(conn, bank.id, [article])
+    server = serve()
+    await open_demo(page, server, bank)
+    await page.get_by_label("Your question").fill("How do I dispute a charge?")
+    await page.get_by_label("Your question").press("Enter")
+    answer = page.get_by_role("region", name="Answer")
+    await expect(answer).to_have_text(f"From our help article “Disputing a charge”: {text}")
+    sources = page.locator(".msg.assistant .sources")
+    await expect(sources).to_have_text("Source: Disputing a charge")
+    await page.reload()  # the transcript keeps it
+    await expect(page.locator(".msg.assistant .sources")).to_have_text("Source: Disputing a charge")

@@ -60,6 +60,7 @@
       drivers: "What changed",
       answer: "Answer",
       checked: "Checked against your statement.",
+      sources: "Source",
       replaced: "We replaced the draft with an answer checked against your statement.",
       noAccounts: "We found no cards to ask about.",
       rateLimited: "You are asking faster than we can answer. Please try again in {s} seconds.",
@@ -84,6 +85,7 @@
       suggested: ["为什么这个月的账单比上个月高？", "我的还款到账了吗？", "为什么收了我利息？"],
       followUps: ["为什么？", "什么时候到期？", "转人工"],
       choices: "请选择",
+      sources: "来源",
       you: "您",
       assistant: "智能助手",
       agent: "客服",
@@ -131,6 +133,7 @@
     button { font: inherit; border-radius: 8px; cursor: pointer; min-height: 44px; }
     .head button { border: 1px solid #8c959f; background: #fff; padding: .2rem .7rem; font-size: .875rem; }
     .quick, .choices { display: flex; flex-wrap: wrap; gap: .4rem; margin: .5rem 0; }
+    .sources { margin: .3rem 0 0; font-size: .85em; color: #57606a; }
     .quick button, .choices button { border: 1px solid #8c959f; background: #f6f8fa; padding: .3rem .7rem; text-align: left; }
     .choices button { border-color: #0b5cad; color: #0b5cad; background: #fff; }
     .send { display: flex; gap: .5rem; align-items: flex-end; }
@@ -384,8 +387,17 @@
       reply.node.append(group);
     }
 
-    function finishAssistant(reply, { text, choices, facts, handover }) {
+    /* The bank's help articles the answer quotes, by title, under it. */
+    function showSources(reply, sources) {
+      reply.node.querySelector(".sources")?.remove();
+      if (!sources?.length) return;
+      const note = element("p", { class: "sources" }, `${t.sources}: ${sources.map((s) => s.title).join("; ")}`);
+      reply.answer.after(note);
+    }
+
+    function finishAssistant(reply, { text, choices, facts, handover, sources }) {
       reply.answer.textContent = text.trim();
+      showSources(reply, sources ?? facts?.sources);
       reply.typing.hidden = true;
       reply.answer.setAttribute("aria-busy", "false");
       // A clarifying question or a handover notice is no answer: no facts beside it.
@@ -640,7 +652,9 @@
           } else if (name === "final") {
             final = data;
             finished = true;
-            finishAssistant(reply, { text: data.explanation, choices: data.choices, handover: data.handover });
+            finishAssistant(reply, {
+              text: data.explanation, choices: data.choices, handover: data.handover, sources: data.sources,
+            });
             reply.answer.dataset.source = data.source;
             reply.answer.dataset.answerId = data.answer_id;
             if (!reply.note.textContent && data.source !== "fallback") reply.note.textContent = t.checked;
