@@ -32,6 +32,7 @@ from app.api.auth import KeyCache
 from app.api.body import MAX_BODY_BYTES
 from app.api.chat import ChatController
 from app.api.console.handover import HandoverController
+from app.api.console.library import LibraryController
 from app.api.console.routes import ConsoleController
 from app.api.conversation_feed import Wakeups
 from app.api.customer_session import SessionController
@@ -223,6 +224,7 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
             ChatController,
             ConsoleController,
             HandoverController,
+            LibraryController,
             MetricsController,
             create_static_files_router("/static", [WEB / "static"], include_in_schema=False),
         ],

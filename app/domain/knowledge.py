@@ -103,6 +103,18 @@ def check_article(article: ArticleIn, where: str) -> None:
             raise LibraryError(f"{where}: body: paragraph {n} has {len(part)} characters, at most {MAX_PASSAGE}")
 
 
+def article_from(fields: Mapping[str, object], where: str) -> ArticleIn:
+    """One article from its fields (the console's edit form), checked like a file's article."""
+    try:
+        article = msgspec.convert(fields, ArticleIn)
+    except msgspec.ValidationError as error:
+        message = str(error)
+        found = re.search(r" - at `\$\.(\w+)", message)
+        raise LibraryError(f"{where}: {found.group(1)}: {message[: found.start()]}" if found else message) from None
+    check_article(article, where)
+    return article
+
+
 def _named(message: str, raw: bytes) -> str:
     """msgspec's `... - at `$.articles[3].locale`` as `article 4 ('late-fee'): locale: ...`."""
     found = _PATH.search(message)

@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 
+from app.answers.schemas import SourceOut
 from app.api.waterfall import waterfall
 from app.data.audit import AnswerRecord
 from app.domain.facts import BillFacts, Driver
@@ -93,6 +94,7 @@ class AnswerView(msgspec.Struct, frozen=True, kw_only=True):
     cached_share: str
     stages: list[StageRow]
     total: str
+    sources: list[SourceOut]  # the help articles the answer quotes, each at the version quoted
 
 
 def _driver(driver: Driver) -> str:
@@ -180,4 +182,5 @@ def answer_view(record: AnswerRecord) -> AnswerView:
             for b in bars
         ],
         total=milliseconds(axis),
+        sources=msgspec.convert(record.answer.get("sources") or [], list[SourceOut]),
     )
