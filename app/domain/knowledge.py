@@ -40,8 +40,11 @@ MAX_CANDIDATES = 3  # passages offered to the model: few, so that a small model 
 # "interest" and "rate" with the card's interest article, but not the rarer "savings", and is no
 # question that article answers.
 MIN_COVERAGE = 0.6
-# Of the candidates the search ranks, those well behind the best are near misses, not choices.
+# Of the candidates the search ranks, those well behind the best are near misses, not choices; and
+# so is one whose words meet the question's only here and there in its body (ts_rank_cd's weights:
+# a title or a question customers ask weighs 1.0 and 0.4 a match, the body 0.2).
 MIN_SHARE_OF_BEST = 0.9
+MIN_RANK = 1.0
 
 ArticleId = Annotated[str, msgspec.Meta(min_length=1, max_length=100, pattern=ARTICLE_ID)]
 Title = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
@@ -195,12 +198,13 @@ class Found(msgspec.Struct, frozen=True, kw_only=True):
 
     def fitting(self) -> list[Passage]:
         """The passages that may answer the question, in the search's order: the best ranked article,
-        and any other nearly as well ranked, that each hold at least MIN_COVERAGE of the question's
-        terms by weight. None: the library does not answer it (a near miss is never offered)."""
+        and any other nearly as well ranked (and ranked at least MIN_RANK), that each hold at least
+        MIN_COVERAGE of the question's terms by weight. None: the library does not answer it (a near
+        miss is never offered)."""
         if not self.candidates:
             return []
         best = self.candidates[0].rank
-        near = [c for c in self.candidates if c.rank >= best * MIN_SHARE_OF_BEST]
+        near = [c for c in self.candidates if c.rank >= max(best * MIN_SHARE_OF_BEST, MIN_RANK)]
         return [c.passage for c in near if self.terms.coverage(c.terms) >= MIN_COVERAGE][:MAX_CANDIDATES]
 
 
