@@ -77,19 +77,21 @@ def _found(*candidates: tuple[str, float, set[str]], frequency: dict[str, int], 
 
 
 def test_a_candidate_that_lacks_the_questions_rare_word_is_a_near_miss_not_an_answer() -> None:
-    # "savings" is in no article; "interest" and "rate" are common: the interest article does not answer.
+    # "savings" is rarer than "interest" and "rate", and the interest article lacks it: no answer.
     found = _found(
-        ("interest-rate", 0.9, {"interest", "rate", "month"}), frequency={"interest": 6, "rate": 3, "save": 1}
+        ("interest-rate", 4.5, {"interest", "rate", "month"}), frequency={"interest": 6, "rate": 3, "save": 1}
     )
     assert found.fitting() == []
-    answered = _found(("interest-rate", 0.9, {"interest", "rate", "month"}), frequency={"interest": 6, "rate": 3})
+    answered = _found(("interest-rate", 4.5, {"interest", "rate", "month"}), frequency={"interest": 6, "rate": 3})
     assert [p.article for p in answered.fitting()] == ["interest-rate"]
 
 
 def test_only_candidates_nearly_as_well_ranked_as_the_best_are_offered() -> None:
     terms = {"dispute", "charge"}
-    found = _found(("a", 1.0, terms), ("b", 0.95, terms), ("c", 0.5, terms), frequency={"dispute": 2, "charge": 9})
+    found = _found(("a", 5.0, terms), ("b", 4.75, terms), ("c", 2.5, terms), frequency={"dispute": 2, "charge": 9})
     assert [p.article for p in found.fitting()] == ["a", "b"]
+    # Words met only here and there in a body are no answer, however many of them.
+    assert _found(("a", 0.5, terms), frequency={"dispute": 2, "charge": 9}).fitting() == []
 
 
 def test_a_question_is_the_librarys_when_a_passage_fits_and_the_rules_do_not_answer_it() -> None:
