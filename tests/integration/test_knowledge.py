@@ -203,3 +203,21 @@ async def test_the_model_picks_among_passages_and_the_service_quotes_the_one_pic
     assert answer["explanation"] == f"From our help article “{second.title}”: {second.text}"
     assert answer["sources"] == [{"id": second.article, "title": second.title, "version": 1}]
     assert answer["claims"][0]["values"] == {"article": second.article, "version": "1", "passage": "1"}
+
+
+async def test_when_the_model_finds_no_passage_fits_the_customer_is_told_so_and_offered_a_person(
+    database_url: str, bank: Any, engine: AsyncEngine, fake_sglang: RunningFake
+) -> None:
+    twin = {**DISPUTE, "id": "dispute-how-2", "title": "Disputing a charge in the app", "body": "Open it, tap Dispute."}
+    async with engine.begin() as conn:
+        await import_library(conn, bank.id, parse_library(json.dumps({"articles": [twin]}).encode()))
+    fake_sglang.fake.default = Script(text=plan({"claim": "no_answer"}))
+    settings = _settings(ENGINE="sglang", SGLANG_URL=fake_sglang.url, ANSWER_CACHE_FILL="0")
+    async with AsyncTestClient(app=create_app(settings, database_url)) as client:
+        answer = await _explain(client, bank.key, "how do I dispute a transaction")
+    assert answer["source"] == "model"
+    assert answer["explanation"] == (
+        "I could not find an answer to this in our help content. An agent can help with it: just ask for one"
+        " here in the chat."
+    )
+    assert "sources" not in answer
