@@ -185,20 +185,25 @@ def msgspec_article(fields: dict[str, Any], **changes: Any) -> ArticleIn:
     return ArticleIn(**{**fields, **changes})
 
 
-async def test_the_model_picks_among_passages_and_the_service_quotes_the_one_picked(
-    database_url: str, bank: Any, engine: AsyncEngine, fake_sglang: RunningFake
-) -> None:
-    # A second article as well ranked for the question: the model chooses between the two.
+async def _model_answer(database_url: str, bank: Any, engine: AsyncEngine, fake: RunningFake, written: str) -> Any:
+    """With a second article as well ranked for the question (the model chooses between the two), the
+    answer to it when the model writes `written`; and the passages offered."""
     twin = {**DISPUTE, "id": "dispute-how-2", "title": "Disputing a charge in the app", "body": "Open it, tap Dispute."}
     async with engine.begin() as conn:
         await import_library(conn, bank.id, parse_library(json.dumps({"articles": [twin]}).encode()))
         found = (await search(conn, bank.id, "en", "how do I dispute a transaction")).fitting()
+    fake.fake.default = Script(text=written)
+    settings = _settings(ENGINE="sglang", SGLANG_URL=fake.url, ANSWER_CACHE_FILL="0")
+    async with AsyncTestClient(app=create_app(settings, database_url)) as client:
+        return await _explain(client, bank.key, "how do I dispute a transaction"), found
+
+
+async def test_the_model_picks_among_passages_and_the_service_quotes_the_one_picked(
+    database_url: str, bank: Any, engine: AsyncEngine, fake_sglang: RunningFake
+) -> None:
+    answer, found = await _model_answer(database_url, bank, engine, fake_sglang, plan({"claim": "passage", "n": 2}))
     assert {p.article for p in found} == {"dispute-how", "dispute-how-2"}
     second = found[1]
-    fake_sglang.fake.default = Script(text=plan({"claim": "passage", "n": 2}))
-    settings = _settings(ENGINE="sglang", SGLANG_URL=fake_sglang.url, ANSWER_CACHE_FILL="0")
-    async with AsyncTestClient(app=create_app(settings, database_url)) as client:
-        answer = await _explain(client, bank.key, "how do I dispute a transaction")
     assert answer["source"] == "model"
     assert answer["explanation"] == f"From our help article “{second.title}”: {second.text}"
     assert answer["sources"] == [{"id": second.article, "title": second.title, "version": 1}]
@@ -208,13 +213,7 @@ async def test_the_model_picks_among_passages_and_the_service_quotes_the_one_pic
 async def test_when_the_model_finds_no_passage_fits_the_customer_is_told_so_and_offered_a_person(
     database_url: str, bank: Any, engine: AsyncEngine, fake_sglang: RunningFake
 ) -> None:
-    twin = {**DISPUTE, "id": "dispute-how-2", "title": "Disputing a charge in the app", "body": "Open it, tap Dispute."}
-    async with engine.begin() as conn:
-        await import_library(conn, bank.id, parse_library(json.dumps({"articles": [twin]}).encode()))
-    fake_sglang.fake.default = Script(text=plan({"claim": "no_answer"}))
-    settings = _settings(ENGINE="sglang", SGLANG_URL=fake_sglang.url, ANSWER_CACHE_FILL="0")
-    async with AsyncTestClient(app=create_app(settings, database_url)) as client:
-        answer = await _explain(client, bank.key, "how do I dispute a transaction")
+    answer, _ = await _model_answer(database_url, bank, engine, fake_sglang, plan({"claim": "no_answer"}))
     assert answer["source"] == "model"
     assert answer["explanation"] == (
         "I could not find an answer to this in our help content. An agent can help with it: just ask for one"
