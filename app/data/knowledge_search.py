@@ -48,7 +48,8 @@ WITH best AS (
 SELECT CAST(json_build_object(
     'candidates', (SELECT COALESCE(json_agg(c ORDER BY c.rank DESC, c.article), '[]') FROM (
         SELECT best.slug AS article, best.version, best.title, p.n, p.text, best.rank,
-               tsvector_to_array(best.search) AS terms
+               array(SELECT t FROM unnest(CAST(:terms AS text[])) t
+                     WHERE best.search @@ to_tsquery('simple', quote_literal(t))) AS terms
         FROM best, LATERAL (
             SELECT n, text FROM knowledge_passages WHERE version_id = best.id
             ORDER BY ts_rank_cd(search, {_TSQUERY.format(":terms")}) DESC, n LIMIT 1) p) c),

@@ -151,7 +151,7 @@ class Passage(msgspec.Struct, frozen=True, kw_only=True):
 
 class Candidate(msgspec.Struct, frozen=True, kw_only=True):
     """An article full-text search found for a question: its passage that fits the question best,
-    and the search terms of the whole article (title, questions, tags, body)."""
+    and which of the question's search terms the whole article (title, questions, tags, body) holds."""
 
     passage: Passage
     rank: float  # the search's relevance (higher is better)
