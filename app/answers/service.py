@@ -1,7 +1,7 @@
 """The answer service: the straight line from a question to an audited answer.
 
-admission -> records and facts, what the question is about (app/answers/turns.py; the model's choice where
-rules cannot decide: app/answers/intent_choice.py), or a cached answer -> prompt -> engine's plan, each
+admission -> records and facts, the bank's passages that fit, what the question is about (app/answers/turns.py;
+the model's choice where rules cannot: app/answers/intent_choice.py), or a cached answer -> prompt -> plan, each
 claim checked and said (app/answers/generation.py) -> cache -> audit (the deterministic text only when
 the plan is not served)
 
