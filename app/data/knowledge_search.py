@@ -2,7 +2,9 @@
 first its search terms and how many live articles hold each (app/domain/knowledge.py `Terms`, kept in
 knowledge_terms and knowledge_libraries with every change); then the candidate articles by Postgres
 full-text search among those holding one of the deciding (rarest) terms, ranked by `ts_rank_cd` on all
-of them (the title weighs most, then the questions customers ask and the tags, then the body), each
+of them (the title weighs most, then the questions customers ask and the tags, then the body; divided
+by the mean distance between the matches, normalization 4, so an article that repeats one word is not
+ahead of one that holds the question's words together), each
 with its passage that fits the question best; and for each statement label or transaction kind asked
 about, the passage of the article tagged with it that fits the question best."""
 
@@ -39,7 +41,7 @@ _TSQUERY = (
 _FOUND = Statement(
     f"""
 WITH best AS (
-    SELECT v.id, v.version, v.title, v.search, a.slug, ts_rank_cd(v.search, {_TSQUERY.format(":terms")}) AS rank
+    SELECT v.id, v.version, v.title, v.search, a.slug, ts_rank_cd(v.search, {_TSQUERY.format(":terms")}, 4) AS rank
     FROM knowledge_versions v JOIN knowledge_articles a ON a.id = v.article_id
     WHERE v.tenant_id = :tenant_id AND v.locale = :locale AND v.status = 'live'
       AND v.search @@ {_TSQUERY.format(":deciding")}

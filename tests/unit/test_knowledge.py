@@ -13,6 +13,7 @@ import pytest
 
 from app.domain.claims import NoAnswer, PassageClaim
 from app.domain.knowledge import (
+    MIN_COVERAGE,
     Candidate,
     Found,
     LibraryError,
@@ -91,7 +92,7 @@ def test_only_candidates_nearly_as_well_ranked_as_the_best_are_offered() -> None
     found = _found(("a", 5.0, terms), ("b", 4.75, terms), ("c", 2.5, terms), frequency={"dispute": 2, "charge": 9})
     assert [p.article for p in found.fitting()] == ["a", "b"]
     # Words met only here and there in a body are no answer, however many of them.
-    assert _found(("a", 0.5, terms), frequency={"dispute": 2, "charge": 9}).fitting() == []
+    assert _found(("a", 0.2, terms), frequency={"dispute": 2, "charge": 9}).fitting() == []
 
 
 def test_a_question_is_the_librarys_when_a_passage_fits_and_the_rules_do_not_answer_it() -> None:
@@ -146,5 +147,5 @@ def test_the_search_looks_only_at_articles_holding_a_term_without_which_none_cou
     assert deciding[0] == "annual"  # the rarest first
     # An article lacking every deciding term holds too little of the question's weight to fit.
     rest = set(terms.frequency) - set(deciding)
-    assert terms.coverage(rest) < 0.6
+    assert terms.coverage(rest) < MIN_COVERAGE
     assert terms.coverage(set(terms.frequency)) == 1.0
