@@ -178,13 +178,17 @@ class Terms(msgspec.Struct, frozen=True, kw_only=True):
         return sum(self.weight(t) for t in set(held) & self.frequency.keys()) / need if need else 0.0
 
     def deciding(self) -> list[str]:
-        """The rarest terms, as few as hold more than 1 - MIN_COVERAGE of the weight: an article with
-        none of them cannot fit, so the search looks only at articles with one (the common words
-        of a large library match thousands)."""
+        """The rarest terms an article must hold one of to fit: the search looks only at articles that
+        do (the common words of a large library match thousands). An article without any of them holds
+        at most the other known terms' weight; the fewest rarest terms that take that below
+        MIN_COVERAGE of the question's weight are the deciding ones. Terms no article holds count in
+        the question's weight, never in an article's: with too many of them nothing can fit (none)."""
         need = sum(self.weight(t) for t in self.frequency)
+        known = sorted((t for t in self.frequency if self.frequency[t]), key=lambda t: (-self.weight(t), t))
+        spare = sum(self.weight(t) for t in known) - MIN_COVERAGE * need  # what a fitting article may lack
         chosen: list[str] = []
-        for term in sorted(self.frequency, key=lambda t: (-self.weight(t), t)):
-            if sum(self.weight(t) for t in chosen) > (1 - MIN_COVERAGE) * need:
+        for term in known:
+            if spare < 0 or sum(self.weight(t) for t in chosen) > spare:
                 break
             chosen.append(term)
         return chosen

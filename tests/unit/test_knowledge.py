@@ -149,3 +149,10 @@ def test_the_search_looks_only_at_articles_holding_a_term_without_which_none_cou
     rest = set(terms.frequency) - set(deciding)
     assert terms.coverage(rest) < MIN_COVERAGE
     assert terms.coverage(set(terms.frequency)) == 1.0
+
+
+def test_a_question_mostly_of_words_no_article_holds_searches_nothing() -> None:
+    # "mortgage" and "remortgage" are in no article: no article can hold enough of the question.
+    terms = Terms(total=90, frequency={"mortgage": 0, "remortgage": 0, "rate": 20})
+    assert terms.deciding() == []
+    assert Terms(total=90, frequency={"mortgage": 0, "rate": 20, "interest": 8}).deciding() == ["interest"]
