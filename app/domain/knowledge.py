@@ -32,7 +32,7 @@ from app.domain.vocabulary import Locale
 VersionStatus = Literal["draft", "live", "retired"]
 VERSION_STATUSES: tuple[VersionStatus, ...] = get_args(VersionStatus)
 
-ARTICLE_ID = r"^[a-z0-9][a-z0-9._-]*$"
+ARTICLE_ID = r"^[a-z0-9][a-z0-9._-]*$(?!\n)"  # no trailing newline either: ids are in URLs
 MAX_PASSAGE = 1200  # characters: a passage is said whole, in a chat bubble
 MAX_CANDIDATES = 3  # passages offered to the model: few, so that a small model can choose
 # A candidate answers a question when it holds this share of the question's search terms, weighed by
