@@ -22,6 +22,7 @@ from app.settings import Settings
 from tests.factories import GYM_STORY, account, customer, document, tx
 from tests.fakes.sglang_server import RunningFake, Script
 from tests.plans import plan
+from tests.waiting import until
 
 INTEREST_TEXT = (
     "Interest is charged at 1.8% a month on any part of a statement's balance not paid by its due date. "
@@ -52,7 +53,7 @@ LATE_ZH = {
 }
 LIBRARY = {"articles": [INTEREST, DISPUTE, LATE_ZH]}
 # October also charges 3.12 of interest: "why was I charged interest?" has a line to explain.
-INTEREST_STORY = [*GYM_STORY, tx("T-7", "2026-10-31", "interest", "3.12", description="Interest")]
+INTEREST_STORY = [*GYM_STORY, tx("T-7", "2026-10-31", "interest", "3.12")]
 
 
 def _file(tmp_path: Path, content: Any) -> str:
@@ -220,3 +221,26 @@ async def test_when_the_model_finds_no_passage_fits_the_customer_is_told_so_and_
         " here in the chat."
     )
     assert "sources" not in answer
+
+
+async def test_an_approved_change_to_a_quoted_article_is_a_cache_miss(
+    database_url: str, bank: Any, engine: AsyncEngine, fake_sglang: RunningFake
+) -> None:
+    fake_sglang.fake.default = Script(text=plan({"claim": "fees_interest"}))
+    settings = _settings(ENGINE="sglang", SGLANG_URL=fake_sglang.url, BATCH_WORKER="0")
+    canonical = "Why was I charged fees or interest?"
+    async with AsyncTestClient(app=create_app(settings, database_url)) as client:
+
+        async def ask() -> dict[str, Any]:
+            answer = await _explain(client, bank.key, canonical)
+            await until("the canonical answer's fill", lambda: client.app.state.answers.filling == 0)
+            return answer
+
+        first, cached = await ask(), await ask()
+        async with engine.begin() as conn:
+            draft = await save_draft(conn, bank.id, msgspec_article(INTEREST, body="Interest is 1.5% a month."), "al")
+            await approve(conn, bank.id, draft.id, "bo")
+        changed, cached_again = await ask(), await ask()
+    assert [a["source"] for a in (first, cached, changed, cached_again)] == ["model", "cache", "model", "cache"]
+    assert [a["sources"][0]["version"] for a in (first, cached, changed, cached_again)] == [1, 1, 2, 2]
+    assert changed["explanation"].endswith("“How interest is calculated”: Interest is 1.5% a month.")
