@@ -11,14 +11,14 @@ from datetime import date
 import msgspec
 from litestar import Controller, Request, get, post
 from litestar.di import NamedDependency, Provide
-from litestar.params import FromPath, FromQuery, JSONBody
+from litestar.params import FromPath, JSONBody
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.answers.messages import Ask
 from app.answers.schemas import ChatRequest, ExplanationRequest
 from app.api.body import json_body
-from app.api.conversation_feed import feed, wakeups
+from app.api.conversation_feed import After, feed, wakeups
 from app.api.conversation_turns import ConversationOut, Recorder, thread_of
 from app.api.customer_session import Customer, provide_customer
 from app.api.deps import answer_service
@@ -146,7 +146,7 @@ class ChatController(Controller):
         request: Request,  # type: ignore[type-arg]
         conversation_id: FromPath[uuid.UUID],
         customer: NamedDependency[Customer],
-        after: FromQuery[int] = 0,
+        after: After = 0,
     ) -> ServerSentEvent:
         db, tenant_id = answer_service(request).db, customer.principal.tenant_id
         async with autocommit(db) as conn:  # a 404 before the stream starts

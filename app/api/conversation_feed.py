@@ -11,9 +11,11 @@ import asyncio
 import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator
+from typing import Annotated
 
 import msgspec
 from litestar import Request
+from litestar.params import QueryParameter
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -21,6 +23,11 @@ from app.api.event_stream import STREAM_HEADERS
 from app.data import conversations
 from app.data.database import autocommit
 
+# The number of the last message a page has: message numbers are Postgres integers, so a larger one
+# is a 400 before the stream starts (not a stream that dies on its first read).
+After = Annotated[
+    int, QueryParameter(ge=0, le=2**31 - 1, description="The number of the last message the page has (0: none).")
+]
 POLL_S = 0.5
 FEED_MAX_S = 600  # a page's feed ends after ten minutes; the page opens a new one
 KEEPALIVE_S = 15  # a comment, so that no proxy closes an idle stream

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 from litestar import Controller, Request, Response, get, post
 from litestar.datastructures import FormMultiDict
 from litestar.di import NamedDependency, Provide
 from litestar.exceptions import PermissionDeniedException
-from litestar.params import FromPath, QueryParameter
+from litestar.params import FromPath
 from litestar.response import Redirect, ServerSentEvent
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -26,7 +26,7 @@ from app.api.console.forms import field, provide_form, reply_text
 from app.api.console.pages import EXCEPTION_HANDLERS, SECURITY_HEADERS, console_page
 from app.api.console.session import PATH, provide_agent
 from app.api.console.views import LOCALES
-from app.api.conversation_feed import feed, wakeups
+from app.api.conversation_feed import After, feed, wakeups
 from app.data import conversations
 from app.data.agents import ConsoleSession
 from app.data.database import autocommit
@@ -162,7 +162,7 @@ class HandoverController(Controller):
         agent: NamedDependency[ConsoleSession],
         db_engine: NamedDependency[AsyncEngine],
         conversation_id: FromPath[str],
-        after: Annotated[int, QueryParameter(ge=0)] = 0,
+        after: After = 0,
     ) -> ServerSentEvent:
         """The page's live transcript: the messages after `after`, then each new one, and the status."""
         cid = _id(conversation_id)
