@@ -75,6 +75,10 @@ class ChatController(Controller):
             async with autocommit(answers.db) as conn:
                 conversation = await _own(conn, customer, data.conversation_id)
                 if conversation.status != "bot":  # a person answers now: the message is theirs
+                    # About one of the customer's own accounts, as an answered question is.
+                    owned = await customer_accounts(conn, principal.tenant_id, customer.customer_ref)
+                    if data.account_ref not in {a.account_ref for a in owned}:
+                        raise NotFound(f"account {data.account_ref!r} not found")
                     seq = await conversations.append(
                         conn, conversation.id, "customer", data.question, account_ref=data.account_ref
                     )
