@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import click
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.cli.common import database_url, in_transaction, known_tenant
+from app.cli.common import in_transaction, known_tenant
 from app.data.knowledge import ImportReport, import_library, library
 from app.domain.knowledge import LibraryError, parse_library
 
@@ -59,28 +58,18 @@ def eval_cmd() -> None:
     """The labelled policy questions against the demo banks' libraries (run `seed` first): the right
     article served, a wrong one served, questions without an article declined, per locale; and the
     share of the demo traffic handed to a person as out of scope, before and after the library."""
-    import asyncpg
-
     from app import demo
-    from app.data.database import asyncpg_dsn
     from app.eval import knowledge as labelled
     from app.replay.traffic import QUESTION_MIX
 
-    async def run() -> tuple[str, tuple[float, float]]:
-        conn = await asyncpg.connect(asyncpg_dsn(database_url()))
-        try:
-            rows = await conn.fetch("SELECT slug, id FROM tenants WHERE slug = ANY($1)", [t.slug for t in demo.TENANTS])
-            tenants = {row["slug"]: row["id"] for row in rows}
-            if len(tenants) != len(demo.TENANTS):
-                raise click.ClickException("the demo banks are not in this database: run `bill-assistant seed`")
-            results = {
-                name: labelled.tally(await labelled.serve(conn, tenants, labelled.load(name))) for name in labelled.SETS
-            }
-            return labelled.markdown(results), await labelled.traffic_shift(conn, tenants, QUESTION_MIX)
-        finally:
-            await conn.close()
+    async def work(conn: AsyncConnection) -> tuple[str, tuple[float, float]]:
+        tenants = {t.slug: await known_tenant(conn, t.slug) for t in demo.TENANTS}  # run `seed` first
+        results = {
+            name: labelled.tally(await labelled.serve(conn, tenants, labelled.load(name))) for name in labelled.SETS
+        }
+        return labelled.markdown(results), await labelled.traffic_shift(conn, tenants, QUESTION_MIX)
 
-    table, (before, after) = asyncio.run(run())
+    table, (before, after) = in_transaction(work)
     click.echo(table)
     click.echo(f"\ndemo traffic read as out of scope (handed to a person): {before:.1%} without the library,")
     click.echo(f"{after:.1%} with it")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import asyncpg
 import msgspec
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data.knowledge_search import search
 from app.domain.knowledge import read_with_library
@@ -60,7 +61,7 @@ def load(name: str) -> list[LabelledQuestion]:
 
 
 async def serve(
-    conn: asyncpg.Connection, tenants: Mapping[str, int], cases: Sequence[LabelledQuestion]
+    conn: AsyncConnection | asyncpg.Connection, tenants: Mapping[str, int], cases: Sequence[LabelledQuestion]
 ) -> list[Served]:
     """Each question as the service reads it; `tenants`: the demo banks' ids by slug."""
     served = []
@@ -106,7 +107,9 @@ def markdown(results: Mapping[str, dict[str, Tally]]) -> str:
 
 
 async def traffic_shift(
-    conn: asyncpg.Connection, tenants: Mapping[str, int], mix: Sequence[tuple[str, float, list[str], list[str]]]
+    conn: AsyncConnection | asyncpg.Connection,
+    tenants: Mapping[str, int],
+    mix: Sequence[tuple[str, float, list[str], list[str]]],
 ) -> tuple[float, float]:
     """The share of a traffic mix's questions (app/replay/traffic.py) read as out of scope, which a widget
     conversation hands to a person: by the rules alone, and once the library answers what it can."""
