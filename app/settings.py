@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from app.domain.vocabulary import (
     ADMISSION_SCOPES,
@@ -62,9 +62,8 @@ def _choice(
     value = case(e.get(name, "").strip())
     if not value:
         return default
-    for choice in choices:
-        if choice == value:
-            return choice
+    if value in choices:
+        return cast(C, value)
     raise SettingsError(f"{name} must be one of {', '.join(choices)} (got {e[name]!r})")
 
 
@@ -221,9 +220,12 @@ class Settings:
     batch_worker: bool = var("BATCH_WORKER", True, _flag)
     batch_poll_s: float = var("BATCH_POLL_S", 0.5, _number())
     batch_lease_s: float = var("BATCH_LEASE_S", 120.0, _number())
-    # Days a widget conversation is kept after its last message (`bill-assistant conversations purge`);
-    # the answers' audit rows have their own life.
+    # Days a widget conversation is kept after its last message (`conversations purge`; audit rows stay).
     conversation_retention_days: int = var("CONVERSATION_RETENTION_DAYS", 90, _integer(1))
+    # A customer's messages to a person, per conversation: a minute's, and in a row before a reply (429 beyond).
+    conversation_messages_per_minute: int = var("CONVERSATION_MESSAGES_PER_MINUTE", 10, _integer(1))
+    conversation_unanswered_max: int = var("CONVERSATION_UNANSWERED_MAX", 20, _integer(1))
+    conversation_unanswered_chars: int = var("CONVERSATION_UNANSWERED_CHARS", 8000, _integer(1))
 
     # --- security -----------------------------------------------------------------------------------
     # Seconds an authenticated API key is trusted without a database look-up (0 disables).
@@ -259,10 +261,8 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, defaults: Mapping[str, str] | None = None) -> Settings:
-        """Settings from env (default: the process environment), over defaults for variables it lacks.
-
-        Raises SettingsError (one line) on the first variable the service cannot run with.
-        """
+        """Settings from env (default: the process environment), over defaults for variables it lacks;
+        a SettingsError (one line) on the first variable the service cannot run with."""
         e = {**(defaults or {}), **(os.environ if env is None else env)}
         values: dict[str, Any] = {}
         for setting in fields(cls):

@@ -25,6 +25,7 @@ from app.api.deps import answer_service
 from app.api.event_stream import event_stream
 from app.api.openapi import ACCOUNTS_ROUTE, CHAT_ROUTE, CONVERSATION_ROUTE
 from app.api.overload import classify
+from app.api.person_messages import to_person
 from app.api.request_log import request_state, stopwatch
 from app.data import conversations
 from app.data.customers import AccountSummary, customer_accounts
@@ -74,23 +75,10 @@ class ChatController(Controller):
         if data.conversation_id is not None:
             async with autocommit(answers.db) as conn:
                 conversation = await _own(conn, customer, data.conversation_id)
-                if conversation.status != "bot":  # a person answers now: the message is theirs
-                    # About one of the customer's own accounts, as an answered question is.
-                    owned = await customer_accounts(conn, principal.tenant_id, customer.customer_ref)
-                    if data.account_ref not in {a.account_ref for a in owned}:
-                        raise NotFound(f"account {data.account_ref!r} not found")
-                    seq = await conversations.append(
-                        conn, conversation.id, "customer", data.question, account_ref=data.account_ref
-                    )
-                    wakeups(request).wake(conversation.id)
-                    status = conversation.status
-                    return ServerSentEvent(
-                        [
-                            _event("conversation", {"conversation_id": conversation.id, "status": status}),
-                            _event("turn", {"customer_seq": seq, "status": status}),
-                        ]
-                    )
-                thread = await thread_of(conn, conversation.id)
+                if conversation.status == "bot":
+                    thread = await thread_of(conn, conversation.id)
+            if conversation.status != "bot":  # a person answers now: the message is theirs
+                return await to_person(request, answers, customer, conversation.id, data)
         else:
             thread = Thread(context=None, previous_question=None, unanswered=False)
         conversation_id = conversation.id if conversation else uuid.uuid4()

@@ -12,6 +12,7 @@ import msgspec
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.domain.message_limits import WINDOW_S, Pace
 from app.domain.vocabulary import ConversationStatus, HandoverReason, Locale, Role
 
 
@@ -71,14 +72,22 @@ async def start(
 
 
 async def find(
-    conn: AsyncConnection, tenant_id: int, conversation_id: uuid.UUID, customer_ref: str | None = None
+    conn: AsyncConnection,
+    tenant_id: int,
+    conversation_id: uuid.UUID,
+    customer_ref: str | None = None,
+    *,
+    lock: bool = False,
 ) -> Conversation | None:
-    """The tenant's conversation (the customer's own, when `customer_ref` is given), or None."""
+    """The tenant's conversation (the customer's own, when `customer_ref` is given), or None. `lock`:
+    its row is held to the end of the transaction (one writer at a time counts its messages)."""
     sql = f"{_CONVERSATION} WHERE c.id = :id AND c.tenant_id = :t"
     values: dict[str, Any] = {"id": conversation_id, "t": tenant_id}
     if customer_ref is not None:
         sql += " AND c.customer_ref = :c"
         values["c"] = customer_ref
+    if lock:
+        sql += " FOR UPDATE OF c"
     row = (await conn.execute(text(sql), values)).mappings().first()
     return None if row is None else Conversation(**row)
 
@@ -144,6 +153,27 @@ async def messages(conn: AsyncConnection, conversation_id: uuid.UUID, after: int
         )
     ).mappings()
     return [Message(**row) for row in rows]
+
+
+async def pace(conn: AsyncConnection, conversation_id: uuid.UUID) -> Pace:
+    """What the customer wrote into the conversation in the last minute, and since its last reply."""
+    row = (
+        await conn.execute(
+            text(
+                "SELECT count(*) FILTER (WHERE m.created_at > now() - make_interval(secs => :window)) AS last_minute,"
+                " coalesce(extract(epoch FROM now() - min(m.created_at)"
+                "  FILTER (WHERE m.created_at > now() - make_interval(secs => :window))), 0)::float8"
+                "  AS oldest_in_minute_s,"
+                " count(*) FILTER (WHERE m.seq > r.replied) AS unanswered,"
+                " coalesce(sum(length(m.text)) FILTER (WHERE m.seq > r.replied), 0)::int AS unanswered_chars"
+                " FROM conversation_messages m, (SELECT coalesce(max(seq), 0) AS replied FROM conversation_messages"
+                "  WHERE conversation_id = :id AND role <> 'customer') r"
+                " WHERE m.conversation_id = :id AND m.role = 'customer'"
+            ),
+            {"id": conversation_id, "window": WINDOW_S},
+        )
+    ).one()
+    return Pace(**row._mapping)
 
 
 async def last_context(conn: AsyncConnection, conversation_id: uuid.UUID) -> dict[str, Any] | None:

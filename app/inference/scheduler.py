@@ -84,7 +84,7 @@ class Scheduler:
         self.in_flight = 0
         self._running: dict[str, int] = defaultdict(int)
         self._queue = FairQueue(self.hooks.depth)
-        self._buckets: dict[str, TokenBucket] = {}
+        self.buckets: dict[str, TokenBucket] = {}  # the tenants' rates when this process counts alone
         self._closing = False
         self._drain_deadline: float | None = None
         self.drain = Drain()
@@ -157,7 +157,7 @@ class Scheduler:
         ledger), or None to queue."""
         if self.ledger is None:
             now = self.clock()
-            bucket = self._buckets.setdefault(tenant, TokenBucket(tokens=max(limits.rate_per_s, 1.0), updated=now))
+            bucket = self.buckets.setdefault(tenant, TokenBucket(tokens=max(limits.rate_per_s, 1.0), updated=now))
             self._check_rate(tenant, limits, level, bucket.take(now, limits.rate_per_s))
             self._check_open(tenant, level)
             if not self._can_run_now(tenant, level, limits):
