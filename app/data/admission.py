@@ -4,9 +4,11 @@ engine's capacity, counted in Postgres (migration 0009), so N replicas admit wha
 Each process's scheduler (app/inference/scheduler.py) still orders its own queue — priority
 levels, fair shares, deadlines — but asks this ledger before a request takes a slot, in one round
 trip (`admission_enter`): a rate token from the tenant's bucket, then a lease if the tenant is
-under its cap and the engine under its capacity. A lease is a row held until the request ends;
-the replica renews its leases while it lives, so those of a replica that died expire within
-LEASE_TTL_S instead of holding the engine's capacity.
+under its cap and the engine under its capacity. A lease is a row held until the request ends,
+counted only while its replica (this process) beats: a row in admission_replica renewed every
+quarter of ALIVE_TTL_S, alive for ALIVE_TTL_S (migration 0018). A process that is killed stops beating, and its
+slots are free for everyone within ALIVE_TTL_S, restarted or not. A lease also expires by itself
+(LEASE_TTL_S after its last renewal), for one a live replica failed to give back.
 
 It talks to Postgres through a small asyncpg pool of its own (application_name "admission",
 ADMISSION_POOL_SIZE connections): an admission is one statement, and taking or giving back a slot
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import uuid
 from collections.abc import Mapping
 from typing import Any, cast
@@ -31,8 +34,11 @@ from app.data.sql import Statement
 from app.domain.priority import TenantLimits, Verdict
 from app.errors import DatabaseUnavailable
 
-# A lease outlives its replica by at most this long; the replica renews its own every third of it.
+# A lease a live replica no longer renews (its give-back failed) lapses after this; renewed every third.
 LEASE_TTL_S = 15.0
+# A replica's leases stop counting this long after its last beat. Beats are one small UPDATE each;
+# four to a TTL ride out a missed one (a slow database, a busy event loop).
+ALIVE_TTL_S = 2.0
 
 # Bound by name (app/data/sql.py), the function's arguments too: Postgres's named notation, so a
 # reordered argument list can never shift a value into another parameter.
@@ -46,8 +52,22 @@ _LEAVE = Statement("DELETE FROM admission_lease WHERE id = :lease")
 _RENEW = Statement(
     "UPDATE admission_lease SET expires_at = clock_timestamp() + make_interval(secs => :ttl_s) WHERE id = ANY(:leases)"
 )
-_EXPIRE = Statement("DELETE FROM admission_lease WHERE expires_at < clock_timestamp()")
-_LEAVE_ALL = Statement("DELETE FROM admission_lease WHERE replica = :replica")
+_BEAT = Statement(
+    "INSERT INTO admission_replica AS r (replica, alive_until)"
+    " VALUES (:replica, clock_timestamp() + make_interval(secs => :alive_s))"
+    " ON CONFLICT (replica) DO UPDATE SET alive_until = EXCLUDED.alive_until"
+)
+# What no longer counts: lapsed leases, the leases of replicas that stopped beating, and (after a
+# minute, so a late beat of a stalled replica is not mistaken for a new one) their rows.
+_EXPIRE = Statement(
+    "WITH dead AS (DELETE FROM admission_replica WHERE alive_until < clock_timestamp() - interval '1 minute')"
+    " DELETE FROM admission_lease l WHERE l.expires_at < clock_timestamp() OR NOT EXISTS ("
+    "SELECT 1 FROM admission_replica r WHERE r.replica = l.replica AND r.alive_until > clock_timestamp())"
+)
+_LEAVE_ALL = Statement(
+    "WITH gone AS (DELETE FROM admission_replica WHERE replica = :replica)"
+    " DELETE FROM admission_lease WHERE replica = :replica"
+)
 
 
 class PostgresLedger:
@@ -59,10 +79,12 @@ class PostgresLedger:
         *,
         pool_size: int = 2,
         lease_ttl_s: float = LEASE_TTL_S,
+        alive_ttl_s: float = ALIVE_TTL_S,
         options: Mapping[str, Any] | None = None,
     ) -> None:
         self.replica = uuid.uuid4().hex  # this process's name on its leases
         self.lease_ttl_s = lease_ttl_s
+        self.alive_ttl_s = alive_ttl_s
         self._dsn = asyncpg_dsn(sqlalchemy_url)
         self._pool_size = pool_size
         self._options = dict(options or {})  # asyncpg.connect's, for a pooler (database.driver_options)
@@ -79,6 +101,7 @@ class PostgresLedger:
             server_settings={"application_name": "admission"},
             **self._options,
         )
+        await self._beat()  # alive before its first lease, or that lease would not count
         self._renewer = asyncio.create_task(self._renew_forever())
 
     async def close(self) -> None:
@@ -139,14 +162,20 @@ class PostgresLedger:
     async def _execute(self, statement: Statement, values: Mapping[str, Any] | None = None) -> None:
         await self._fetchrow(statement, values)
 
+    async def _beat(self) -> None:
+        await self._execute(_BEAT, {"replica": self.replica, "alive_s": self.alive_ttl_s})
+
     async def _renew_forever(self) -> None:
-        assert self._pool is not None
-        while True:
-            await asyncio.sleep(self.lease_ttl_s / 3)
+        beats_per_renewal = max(1, round(self.lease_ttl_s / 3 / (self.alive_ttl_s / 4)))
+        for beat in itertools.count(1):
+            await asyncio.sleep(self.alive_ttl_s / 4)
             try:
-                await self._execute(_RENEW, {"leases": list(self._held), "ttl_s": self.lease_ttl_s})
-                await self._execute(_EXPIRE)
+                await self._beat()
+                if beat % beats_per_renewal == 0:
+                    await self._execute(_RENEW, {"leases": list(self._held), "ttl_s": self.lease_ttl_s})
+                    await self._execute(_EXPIRE)
             except DatabaseUnavailable:
-                # If this goes on, this replica's leases lapse and its running requests stop
-                # counting: the fleet may briefly admit more than its caps, never strand capacity.
-                structlog.get_logger("bill_assistant").warning("admission: could not renew leases")
+                # If this goes on, this replica's running requests stop counting (its beat lapses,
+                # then its leases): the fleet may briefly admit more than its caps, never strand
+                # capacity.
+                structlog.get_logger("bill_assistant").warning("admission: could not beat or renew leases")

@@ -84,7 +84,14 @@ async def test_a_tenants_cap_holds_across_replicas_under_a_race(ledgers: Any, en
 async def test_the_engine_capacity_is_shared_not_multiplied(ledgers: Any, engine: AsyncEngine) -> None:
     a, b = await ledgers(), await ledgers()
     async with engine.connect() as conn:
-        held = (await conn.execute(text("SELECT count(*) FROM admission_lease WHERE expires_at > now()"))).scalar_one()
+        held = (
+            await conn.execute(
+                text(
+                    "SELECT count(*) FROM admission_lease l JOIN admission_replica r USING (replica)"
+                    " WHERE l.expires_at > now() AND r.alive_until > now()"
+                )
+            )
+        ).scalar_one()
     slots = held + 3  # three free slots in the whole fleet, whatever other tests still hold
     verdicts = await enter_all([a, b], [tenant() for _ in range(12)], TenantLimits(), slots=slots, take_token=False)
     assert verdicts.count("granted") == 3
@@ -102,18 +109,25 @@ async def test_a_tenants_rate_is_one_bucket_for_every_replica(ledgers: Any) -> N
     assert 0 < retry_after <= 0.2  # a token comes every 1/5 s
 
 
-async def test_a_dead_replicas_leases_expire_and_a_live_ones_are_renewed(ledgers: Any, engine: AsyncEngine) -> None:
+async def test_a_killed_replicas_slots_stop_counting_when_it_stops_beating_a_live_ones_are_kept(
+    ledgers: Any, engine: AsyncEngine
+) -> None:
     name, limits = tenant(), TenantLimits(max_concurrency=1)
-    async with engine.begin() as conn:  # what a replica that died left behind: its lease, no renewals
+    dead = f"dead-{uuid.uuid4().hex[:8]}"
+    async with engine.begin() as conn:  # what a killed process leaves: a fresh lease, and its last beat
         await conn.execute(
-            text("INSERT INTO admission_lease VALUES (:id, :tenant, 'dead', clock_timestamp() + interval '0.5 s')"),
-            {"id": uuid.uuid4().hex, "tenant": name},
+            text("INSERT INTO admission_replica VALUES (:replica, clock_timestamp() + interval '0.5 s')"),
+            {"replica": dead},
         )
-    live = await ledgers(lease_ttl_s=0.6)
+        await conn.execute(
+            text("INSERT INTO admission_lease VALUES (:id, :tenant, :replica, clock_timestamp() + interval '15 s')"),
+            {"id": uuid.uuid4().hex, "tenant": name, "replica": dead},
+        )
+    live = await ledgers(lease_ttl_s=0.6, alive_ttl_s=0.6)
     assert await slot(live, name, limits, "l1") == "tenant_busy"
-    await asyncio.sleep(0.7)
+    await asyncio.sleep(0.7)  # the lease has 14 s to run, but nobody beats for it
     assert await slot(live, name, limits, "l1") == "granted"
-    await asyncio.sleep(1.5)  # more than twice the TTL: only the live replica's renewals keep it
+    await asyncio.sleep(1.5)  # more than twice both TTLs: only the live replica's beats and renewals keep it
     other = await ledgers()
     assert await slot(other, name, limits, "l2") == "tenant_busy"
 

@@ -1,7 +1,14 @@
 """The schema. Migrations in migrations/ create it; a test proves both agree. One module per concern;
 importing this package registers every table on Base.metadata."""
 
-from app.data.models.access import AdmissionBucket, AdmissionLease, Agent, AgentSession, SigninThrottle
+from app.data.models.access import (
+    AdmissionBucket,
+    AdmissionLease,
+    AdmissionReplica,
+    Agent,
+    AgentSession,
+    SigninThrottle,
+)
 from app.data.models.base import Base
 from app.data.models.conversations import Conversation, ConversationMessage
 from app.data.models.knowledge import (
@@ -26,6 +33,7 @@ __all__ = [
     "Account",
     "AdmissionBucket",
     "AdmissionLease",
+    "AdmissionReplica",
     "Agent",
     "AgentSession",
     "Answer",

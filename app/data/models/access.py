@@ -73,9 +73,20 @@ class AdmissionBucket(Base):
     updated: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class AdmissionReplica(Base):
+    """A process that admits through the ledger, alive while it keeps beating (migration 0018): only
+    the leases of live replicas count."""
+
+    __tablename__ = "admission_replica"
+    __table_args__ = {"prefixes": ["UNLOGGED"]}  # noqa: RUF012
+
+    replica: Mapped[str] = mapped_column(Text, primary_key=True)
+    alive_until: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
 class AdmissionLease(Base):
     """One request admitted to the engine, held by a replica until it finishes or the lease expires
-    (a replica renews its leases while it lives)."""
+    (a replica renews its leases while it lives), and counted only while its replica beats."""
 
     __tablename__ = "admission_lease"
     __table_args__ = (
