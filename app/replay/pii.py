@@ -1,68 +1,185 @@
-"""Personal data out of exported questions: what a customer typed may hold their name, a card or
-account number, an e-mail address or a phone number. Each is replaced by a placeholder that keeps
-the question's shape for replay ("my card <card> was charged twice").
+"""Personal data out of exported questions: what a customer typed may hold a name, a card number, an
+IBAN or account number, an e-mail address or a phone number. Each is replaced by a placeholder that
+keeps the question's shape for replay ("my card <card> was charged twice").
 
-What a bill question needs stays: amounts ("the 12.00 one", "12 euro"), dates, merchants ("City
-Gym"), short numbers. Names are the customer's own (known from the account: the surest signal), and
-what follows "my name is", "I am" (capitalized), "this is", "我叫", "我的名字是"; a name nobody
-introduces and the export does not know is not found (no list of first names guesses at them).
-Chinese has no spaces: after "我叫" the next two or three characters are taken.
+How each is found (measured on app/eval/pii_*.jsonl: `bill-assistant traffic pii-eval`, docs/privacy.md):
+- e-mail: an address's shape (local part, @, a dotted domain);
+- IBAN: two letters, two check digits and 11-30 letters or digits, any case, spaces, dots or dashes
+  between them, valid by `stdnum.iban` (the country's length and format, mod-97 check digits; not
+  the national bank-code registries, which lag behind real banks);
+- card: 13-19 digits with any separators between groups (spaces, dashes, dots, none), glued to
+  words or not ("no.4111111111111111,why"), whose Luhn sum holds (`stdnum.luhn`); 13 or more digits
+  that fail it are still masked, as an account number (a mistyped card, an account);
+- phone: libphonenumber (`phonenumbers.PhoneNumberMatcher`, leniency VALID: a number real in its
+  region's numbering plan) with the regions the customer most likely dials from: those of the
+  bank's currencies (GBP: GB) and the locale's own list (prompts/locales/<locale>/pii.json); a
+  number written with its "+" country code is taken when merely possible there;
+- account: 6 or more digits right after an account word ("account 12345678", 账号);
+- names: app/replay/pii_names.py (the bank's whole customer directory, and introduced names).
+
+What must survive, decided so: an amount is never personal data: digits with cents ("1000000.00",
+"1,250.00"), or followed by a currency word or preceded by its sign ("1234 5678 9012 yen", "12
+yen", "€300", "88.00元"); nothing inside an amount is masked. References, order numbers and dates
+of fewer than 13 digits that are neither a valid IBAN nor a valid phone number survive
+("reference 20261015", "order number 123456"): the bank needs them to replay the question, and a
+number that short identifies nobody without the bank's own records. Merchants survive unless they
+are shaped like an introduced name; short numbers ("card ending 4821") survive.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Literal, NamedTuple
 
-EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}\b")
-# 13-19 digits, optionally in groups split by spaces or dashes: a card if its Luhn sum holds.
-LONG_DIGITS = re.compile(r"(?<![\d.,+])\d(?:[ -]?\d){12,18}(?![\d.,]\d)")
-PHONE = re.compile(
-    r"(?:\+\d{1,3}[ -]?)?(?:\(\d{2,4}\)[ -]?)?\d{2,4}[ -]\d{3,4}[ -]\d{3,4}(?!\d)"  # +44 20 7946 0958, 555-123-4567
-    r"|\+\d{8,15}(?!\d)"  # +4915112345678
-    r"|(?<!\d)1[3-9]\d{9}(?!\d)"  # a Chinese mobile number
-)
-# Six or more digits in a row (not an amount's decimals): an account, customer or reference number.
-NUMBER = re.compile(r"(?<![\d.,])\d{6,}(?![.,]\d)")
-INTRODUCED = re.compile(
-    r"(?i:\b(?:my name is|i am|i'm|this is|name:)\s+)((?:[A-Z][\w'-]+)(?:\s+[A-Z][\w'-]+){0,2})"
-    r"|(?:我叫|我的名字是)([\u4e00-\u9fff]{2,3})"
-)
+import phonenumbers
+from stdnum import iban, luhn
 
+from app.domain.vocabulary import Locale
+from app.replay.pii_names import Directory, find_names
+from app.replay.pii_words import every_locale, pii_words
 
-def _luhn(digits: str) -> bool:
-    total = 0
-    for i, d in enumerate(reversed(digits)):
-        n = int(d) * (2 if i % 2 else 1)
-        total += n - 9 if n > 9 else n
-    return total % 10 == 0
+Kind = Literal["email", "iban", "card", "phone", "account", "name"]
+KINDS: tuple[Kind, ...] = ("email", "iban", "card", "phone", "account", "name")  # first wins an overlap
+# The regions whose numbers a bank's customers most likely give, by the currency of its accounts.
+CURRENCY_REGIONS = {
+    "GBP": ("GB",),
+    "USD": ("US",),
+    "EUR": ("DE", "FR", "IE", "NL", "ES", "IT"),
+    "CNY": ("CN",),
+    "HKD": ("HK",),
+    "JPY": ("JP",),
+    "CHF": ("CH",),
+    "SGD": ("SG",),
+}
 
-
-def _long_number(match: re.Match[str]) -> str:
-    digits = re.sub(r"\D", "", match.group())
-    return "<card>" if _luhn(digits) else "<account>"
-
-
-def _introduced(match: re.Match[str]) -> str:
-    name = match.group(1) or match.group(2)
-    start, end = match.span(1) if match.group(1) else match.span(2)
-    whole = match.group()
-    offset = match.start()
-    return whole[: start - offset] + "<name>" + whole[end - offset :] if name else whole
+EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
+IBAN_CANDIDATE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[ .-]?[A-Za-z0-9]){11,34}")
+DIGIT_RUN = re.compile(r"(?<!\d)\d+(?:[ .-]\d+)*")
+CENTS = re.compile(r"(?<![\d.,])\d+(?:[,.]\d{3})*[.,]\d{1,2}(?![\d]|[.,]\d)")
+AMOUNT_NUMBER = r"\d+(?:[ ,.]\d+)*"
 
 
-def mask(text: str, names: Iterable[str] = ()) -> str:
-    """The text with personal data replaced; `names`: people known to be the asker (the account's
-    customer), masked wherever they appear, in any case."""
-    text = EMAIL.sub("<email>", text)  # first: an address may hold the name
-    for name in sorted({n.strip() for n in names if len(n.strip()) >= 2}, key=len, reverse=True):
-        text = re.sub(re.escape(name), "<name>", text, flags=re.IGNORECASE)
-        for part in name.split():  # "Ann" of "Ann Lee"; a one-letter initial says nothing
-            if len(part) >= 3:
-                text = re.sub(rf"\b{re.escape(part)}\b", "<name>", text, flags=re.IGNORECASE)
-    text = IBAN.sub("<account>", text)
-    text = LONG_DIGITS.sub(_long_number, text)
-    text = PHONE.sub("<phone>", text)
-    text = NUMBER.sub("<account>", text)
-    return INTRODUCED.sub(_introduced, text)
+class Span(NamedTuple):
+    start: int
+    end: int
+    kind: Kind
+
+
+def _alternatives(words: Iterable[str]) -> str:
+    return "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
+
+
+def _amounts(text: str) -> list[tuple[int, int]]:
+    currency = _alternatives(w for locale in every_locale() for w in locale.currency)
+    after = re.compile(rf"(?<![\d.,]){AMOUNT_NUMBER}\s?(?:{currency})(?![a-z])", re.IGNORECASE)
+    before = re.compile(rf"(?:{currency})\s?{AMOUNT_NUMBER}", re.IGNORECASE)
+    return [m.span() for pattern in (CENTS, after, before) for m in pattern.finditer(text)]
+
+
+def _ibans(text: str) -> list[Span]:
+    found = []
+    for match in IBAN_CANDIDATE.finditer(text):
+        candidate = match.group()
+        for end in range(len(candidate), 14, -1):  # the longest stretch that validates
+            if candidate[end - 1].isalnum() and iban.is_valid(candidate[:end], check_country=False):
+                found.append(Span(match.start(), match.start() + end, "iban"))
+                break
+    return found
+
+
+def _cards(text: str) -> list[Span]:
+    """Card numbers (Luhn), and runs of 13 or more digits that are none (an account number)."""
+    found = []
+    for run in DIGIT_RUN.finditer(text):
+        if text[: run.start()].endswith("+"):
+            continue  # a phone number's country code
+        groups = [(m.start() + run.start(), m.end() + run.start()) for m in re.finditer(r"\d+", run.group())]
+        cards: list[Span] = []
+        for size in range(len(groups), 0, -1):  # the most groups first: "4111 1111 1111 1111"
+            for first in range(len(groups) - size + 1):
+                start, end = groups[first][0], groups[first + size - 1][1]
+                digits = re.sub(r"\D", "", text[start:end])
+                clear = all(end <= c.start or start >= c.end for c in cards)
+                if 13 <= len(digits) <= 19 and clear and luhn.is_valid(digits):
+                    cards.append(Span(start, end, "card"))
+        long = sum(e - s for s, e in groups) >= 13
+        found += cards or ([Span(run.start(), run.end(), "account")] if long else [])
+    return found
+
+
+def _phones(text: str, regions: Iterable[str]) -> list[Span]:
+    found = set()
+    for region in regions:
+        for match in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.VALID):
+            found.add(Span(match.start, match.end, "phone"))
+        for match in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.POSSIBLE):
+            if match.raw_string.startswith("+"):  # its country code written out: no region to guess
+                found.add(Span(match.start, match.end, "phone"))
+    return sorted(found)
+
+
+def _accounts(text: str) -> list[Span]:
+    words = _alternatives(w for locale in every_locale() for w in locale.account)
+    pattern = re.compile(rf"(?:{words})\s*(?:number|no\.?|#|:|：)?\s*(\d[\d -]{{4,}}\d)(?!\d)", re.IGNORECASE)
+    return [Span(m.start(1), m.end(1), "account") for m in pattern.finditer(text)]
+
+
+class Masker:
+    """One bank's masking: its customer directory and the regions of its currencies, made once per
+    export and used for every question."""
+
+    def __init__(self, names: Iterable[str] = (), currencies: Iterable[str] = ()) -> None:
+        self.directory = Directory(names)
+        self.regions = tuple(r for c in sorted(set(currencies)) for r in CURRENCY_REGIONS.get(c.upper(), ()))
+
+    def spans(self, text: str, locale: Locale = "en") -> list[Span]:
+        """The personal data in `text`, left to right, none overlapping another."""
+        regions = dict.fromkeys((*pii_words(locale).regions, *self.regions))
+        amounts = _amounts(text)
+        found = [
+            *(Span(m.start(), m.end(), "email") for m in EMAIL.finditer(text)),
+            *_ibans(text),
+            *(s for s in _cards(text) if not _inside(s, amounts)),
+            *(s for s in _phones(text, regions) if not _inside(s, amounts)),
+            *(s for s in _accounts(text) if not _inside(s, amounts)),
+            *(Span(start, end, "name") for start, end in find_names(text, self.directory)),
+        ]
+        kept: list[Span] = []
+        for span in sorted(_merged(found), key=lambda s: (KINDS.index(s.kind), s.start, s.start - s.end)):
+            if all(span.end <= k.start or span.start >= k.end for k in kept):
+                kept.append(span)
+        joined: list[Span] = []
+        for span in sorted(kept):  # "Mark" and "Johnson" of one person are one <name>
+            if joined and joined[-1].kind == span.kind == "name" and not text[joined[-1].end : span.start].strip():
+                joined[-1] = joined[-1]._replace(end=span.end)
+            else:
+                joined.append(span)
+        return joined
+
+    def mask(self, text: str, locale: Locale = "en") -> str:
+        out, at = [], 0
+        for span in self.spans(text, locale):
+            out += [text[at : span.start], f"<{span.kind}>"]
+            at = span.end
+        return "".join(out) + text[at:]
+
+
+def _merged(spans: list[Span]) -> list[Span]:
+    """Overlapping spans of one kind as one ("Liam Murphy" and its part "Murphy")."""
+    out: list[Span] = []
+    for span in sorted(spans, key=lambda s: (s.kind, s.start)):
+        if out and out[-1].kind == span.kind and span.start < out[-1].end:
+            out[-1] = out[-1]._replace(end=max(out[-1].end, span.end))
+        else:
+            out.append(span)
+    return out
+
+
+def _inside(span: Span, amounts: list[tuple[int, int]]) -> bool:
+    return any(start < span.end and span.start < end for start, end in amounts)
+
+
+def mask(text: str, names: Iterable[str] = (), locale: Locale = "en", currencies: Iterable[str] = ()) -> str:
+    """The text with personal data replaced; `names`: the bank's customers (its directory)."""
+    return Masker(names, currencies).mask(text, locale)
