@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.answers.messages import Ask
 from app.answers.schemas import ChatRequest, ExplanationRequest
 from app.api.body import json_body
-from app.api.conversation_feed import After, feed, wakeups
+from app.api.conversation_feed import PAGE, After, Before, feed, wakeups
 from app.api.conversation_turns import ConversationOut, Recorder, thread_of
 from app.api.customer_session import Customer, provide_customer
 from app.api.deps import answer_service
@@ -118,13 +118,15 @@ class ChatController(Controller):
         request: Request,  # type: ignore[type-arg]
         conversation_id: FromPath[uuid.UUID],
         customer: NamedDependency[Customer],
+        before: Before = None,
     ) -> ConversationOut:
         classify(request.scope, customer.principal.priority_class, "widget")
         async with autocommit(answer_service(request).db) as conn:
             found = await _own(conn, customer, conversation_id)
-            messages = await conversations.messages(conn, conversation_id)
+            page = await conversations.latest(conn, conversation_id, PAGE, before)
+        earlier = page[0].seq if page and page[0].seq > 1 else None  # messages are numbered from 1
         return ConversationOut(
-            conversation_id=found.id, status=found.status, agent_name=found.agent_name, messages=messages
+            conversation_id=found.id, status=found.status, agent_name=found.agent_name, messages=page, earlier=earlier
         )
 
     @get(

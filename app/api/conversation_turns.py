@@ -28,7 +28,8 @@ class ConversationOut(msgspec.Struct, frozen=True, kw_only=True):
     conversation_id: uuid.UUID
     status: ConversationStatus
     agent_name: str | None
-    messages: list[conversations.Message]
+    messages: list[conversations.Message]  # the latest page (PAGE), or the one before `?before=`
+    earlier: int | None  # `?before=` for the page before this one; null: this page begins the conversation
 
 
 async def thread_of(conn: AsyncConnection, conversation_id: uuid.UUID) -> Thread:

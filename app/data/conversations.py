@@ -139,17 +139,39 @@ def _json(value: object) -> str | None:
     return None if value is None else msgspec.json.encode(value).decode()
 
 
-async def messages(conn: AsyncConnection, conversation_id: uuid.UUID, after: int = 0) -> list[Message]:
-    """The messages after number `after`, in order (the caller has found the conversation in scope)."""
+_MESSAGES = (
+    "SELECT m.seq, m.role, m.text, m.created_at, m.account_ref, m.answer_id, m.facts, m.choices,"
+    " a.display_name AS agent_name"
+    " FROM conversation_messages m LEFT JOIN agents a ON a.id = m.agent_id"
+)
+
+
+async def messages(
+    conn: AsyncConnection, conversation_id: uuid.UUID, after: int = 0, limit: int | None = None
+) -> list[Message]:
+    """The messages after number `after` (the first `limit` of them), in order (the caller has found the
+    conversation in scope)."""
+    rows = (
+        await conn.execute(
+            text(f"{_MESSAGES} WHERE m.conversation_id = :id AND m.seq > :after ORDER BY m.seq LIMIT :limit"),
+            {"id": conversation_id, "after": after, "limit": limit},
+        )
+    ).mappings()
+    return [Message(**row) for row in rows]
+
+
+async def latest(
+    conn: AsyncConnection, conversation_id: uuid.UUID, limit: int, before: int | None = None
+) -> list[Message]:
+    """The last `limit` messages before number `before` (the conversation's last, without it), in order:
+    a page of the transcript, however long the conversation is."""
     rows = (
         await conn.execute(
             text(
-                "SELECT m.seq, m.role, m.text, m.created_at, m.account_ref, m.answer_id, m.facts, m.choices,"
-                " a.display_name AS agent_name"
-                " FROM conversation_messages m LEFT JOIN agents a ON a.id = m.agent_id"
-                " WHERE m.conversation_id = :id AND m.seq > :after ORDER BY m.seq"
+                f"SELECT * FROM ({_MESSAGES} WHERE m.conversation_id = :id AND (m.seq < :before OR :before IS NULL)"
+                " ORDER BY m.seq DESC LIMIT :limit) page ORDER BY seq"
             ),
-            {"id": conversation_id, "after": after},
+            {"id": conversation_id, "before": before, "limit": limit},
         )
     ).mappings()
     return [Message(**row) for row in rows]

@@ -64,6 +64,8 @@ class ConversationView(msgspec.Struct, frozen=True, kw_only=True):
     conversation: Conversation
     messages: list[Message]
     after: int  # the last message shown: the live feed goes on from it
+    earlier: int | None  # `?before=` of the page before this one; None: this page begins the conversation
+    paged_back: bool  # an earlier page: no live feed, a link to the latest messages
     status: str
     mine: bool  # the signed-in agent has it: they may reply and hand it back
     waiting_s: float | None  # while it waits
@@ -80,14 +82,17 @@ def status_text(conversation: Conversation) -> str:
 
 
 def conversation_view(
-    conversation: Conversation, messages: list[Message], agent: ConsoleSession, now: datetime
+    conversation: Conversation, messages: list[Message], agent: ConsoleSession, now: datetime, *, paged_back: bool
 ) -> ConversationView:
+    """`messages`: a page of the transcript (the latest, unless `paged_back`); messages are numbered from 1."""
     answered = next((m for m in reversed(messages) if m.role == "assistant" and m.facts), None)
     since = conversation.waiting_since
     return ConversationView(
         conversation=conversation,
         messages=messages,
         after=messages[-1].seq if messages else 0,
+        earlier=messages[0].seq if messages and messages[0].seq > 1 else None,
+        paged_back=paged_back,
         status=status_text(conversation),
         mine=conversation.status == "agent" and conversation.agent_id == agent.identity.agent_id,
         waiting_s=(now - since).total_seconds() if conversation.status == "waiting" and since else None,

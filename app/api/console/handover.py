@@ -26,7 +26,7 @@ from app.api.console.forms import field, provide_form, reply_text
 from app.api.console.pages import EXCEPTION_HANDLERS, SECURITY_HEADERS, console_page
 from app.api.console.session import PATH, provide_agent
 from app.api.console.views import LOCALES
-from app.api.conversation_feed import After, feed, wakeups
+from app.api.conversation_feed import PAGE, After, Before, feed, wakeups
 from app.data import conversations
 from app.data.agents import ConsoleSession
 from app.data.database import autocommit
@@ -66,14 +66,15 @@ async def _conversation_page(
     agent: ConsoleSession,
     cid: uuid.UUID,
     *,
+    before: int | None = None,
     reply: str = "",
     error: str | None = None,
     status: int = 200,
 ) -> Response[Any]:
     async with autocommit(db) as conn:
         found = await _find(conn, agent, cid)
-        said = await conversations.messages(conn, cid)
-    view = conversation_view(found, said, agent, datetime.now(UTC))
+        said = await conversations.latest(conn, cid, PAGE, before)
+    view = conversation_view(found, said, agent, datetime.now(UTC), paged_back=before is not None)
     return console_page(
         "conversation.html",
         status=status,
@@ -152,8 +153,9 @@ class HandoverController(Controller):
         agent: NamedDependency[ConsoleSession],
         db_engine: NamedDependency[AsyncEngine],
         conversation_id: FromPath[str],
+        before: Before = None,
     ) -> Response[Any]:
-        return await _conversation_page(db_engine, agent, _id(conversation_id))
+        return await _conversation_page(db_engine, agent, _id(conversation_id), before=before)
 
     @get("/conversations/{conversation_id:str}/events")
     async def events(
