@@ -12,8 +12,9 @@ How each is found (measured on app/eval/pii_*.jsonl: `bill-assistant traffic pii
   that fail it are still masked, as an account number (a mistyped card, an account);
 - phone: libphonenumber (`phonenumbers.PhoneNumberMatcher`, leniency VALID: a number real in its
   region's numbering plan) with the regions the customer most likely dials from: those of the
-  bank's currencies (GBP: GB) and the locale's own list (prompts/locales/<locale>/pii.json); a
-  number written with its "+" country code is taken when merely possible there;
+  bank's currencies (GBP: GB), the locale's own list (prompts/locales/<locale>/pii.json) and that
+  of the script the question is written in; a number written with its "+" country code is taken
+  when merely possible there, and one in the North American 3-3-4 shape always;
 - account: 6 or more digits right after an account word ("account 12345678", 账号);
 - names: app/replay/pii_names.py (the bank's whole customer directory, and introduced names).
 
@@ -58,6 +59,9 @@ IBAN_CANDIDATE = re.compile(r"(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[ .-]?[A-Za-z0-
 DIGIT_RUN = re.compile(r"(?<!\d)\d+(?:[ .-]\d+)*")
 CENTS = re.compile(r"(?<![\d.,])\d+(?:[,.]\d{3})*[.,]\d{1,2}(?![\d]|[.,]\d)")
 AMOUNT_NUMBER = r"\d+(?:[ ,.]\d+)*"
+# The North American shape, (555) 123-4567 or 555-123-4567: a phone number even where its area code
+# is in no numbering plan (555 is the fiction range customers and testers type).
+NANP = re.compile(r"(?<![\d+])(?:\+?1[ .-]?)?(?:\(\d{3}\)[ ]?|\d{3}[ .-])\d{3}[ .-]\d{4}(?![\d])")
 
 
 class Span(NamedTuple):
@@ -116,6 +120,7 @@ def _phones(text: str, regions: Iterable[str]) -> list[Span]:
         for match in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.POSSIBLE):
             if match.raw_string.startswith("+"):  # its country code written out: no region to guess
                 found.add(Span(match.start, match.end, "phone"))
+    found.update(Span(m.start(), m.end(), "phone") for m in NANP.finditer(text))
     return sorted(found)
 
 
@@ -135,7 +140,8 @@ class Masker:
 
     def spans(self, text: str, locale: Locale = "en") -> list[Span]:
         """The personal data in `text`, left to right, none overlapping another."""
-        regions = dict.fromkeys((*pii_words(locale).regions, *self.regions))
+        written = [w.regions for w in every_locale() if re.search(w.script, text)]  # 请打138…: China's
+        regions = dict.fromkeys((*pii_words(locale).regions, *self.regions, *(r for rs in written for r in rs)))
         amounts = _amounts(text)
         found = [
             *(Span(m.start(), m.end(), "email") for m in EMAIL.finditer(text)),

@@ -1,6 +1,7 @@
 """What each locale says around personal data (prompts/locales/<locale>/pii.json), read as the
 locale's search words are (app/data/search_text.py): the phone regions a customer writing it most
-likely dials from, the phrases that introduce a name ("my name is", 我叫), relations ("my husband"),
+likely dials from (and its script: a question in Chinese gets China's regions whatever the
+customer's locale), the phrases that introduce a name ("my name is", 我叫), relations ("my husband"),
 titles before a name (Dr) or after it (先生), currency words (a number before "yen" is an amount),
 account words, surnames (Chinese has no spaces: a name is found by its surname and ends at a
 stop word such as 的), business nouns (a
@@ -17,6 +18,7 @@ from app.settings import PROJECT_ROOT
 
 
 class PiiWords(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    script: str  # a character class: a text with one of these may be written in this locale
     regions: tuple[str, ...]  # ISO 3166 regions, most likely first
     introducers: tuple[str, ...]
     relations: tuple[str, ...]
