@@ -1,24 +1,17 @@
 """Every knob of the service, read once from the environment and checked at start-up.
 
-Each field names its variable, its default and how it is read beside it (`var`); the fields are
-grouped by concern (database, logs, engine, admission and overload, answer cache and batch work,
-security, demo) and read in that order, so a default may depend on an earlier value (the engine's
-capacity on the engine).
-
-`Settings.from_env` is the only reader of the environment in the service. It refuses a value the
-service cannot run with before anything starts: a word outside a variable's choices (the choices
-come from app/domain/vocabulary.py), a number that is not one or is out of range, a boolean that is
-not one of 1/0, true/false, yes/no, on/off. An empty or unset variable takes its default. The error
-is a `SettingsError` (a ValueError) whose message is one line naming the variable and what it
-accepts, e.g. "ENGINE must be one of embedded, sglang, off (got 'gpu')".
-
-The `bill-assistant` command loads the settings in its `main` group, before any command runs, and
-turns a `SettingsError` into a `click.ClickException`: click prints "Error: <that line>" on stderr
-(no traceback) and the command exits with status 1.
+Each field names its variable, its default and how it is read (`var`); fields are grouped by concern
+and read in order, so a default may depend on an earlier value. `Settings.from_env`, the only reader
+of the environment, refuses a value the service cannot run with (a word outside its choices, which
+come from app/domain/vocabulary.py; a number out of range; a boolean not 1/0, true/false, yes/no,
+on/off) with a one-line `SettingsError` (a ValueError), e.g. "ENGINE must be one of embedded, sglang,
+off (got 'gpu')"; an empty or unset variable takes its default. The `bill-assistant` command prints
+that line on stderr ("Error: ...", no traceback) and exits with status 1.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import math
 import os
@@ -34,12 +27,14 @@ from app.domain.vocabulary import (
     CHAT_TEMPLATES,
     DATABASE_POOLERS,
     ENGINE_KINDS,
+    ENVIRONMENTS,
     PROMPT_LAYOUTS,
     SPECULATIVE,
     AdmissionScope,
     ChatTemplate,
     DatabasePooler,
     EngineKind,
+    Environment,
     PromptLayout,
     Speculative,
 )
@@ -136,6 +131,14 @@ def _origins(e: Mapping[str, str], name: str, default: tuple[str, ...]) -> tuple
     return tuple(o.strip().rstrip("/") for o in e.get(name, "").split(",") if o.strip()) or default
 
 
+def _proxies(e: Mapping[str, str], name: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    listed = tuple(a.strip() for a in e.get(name, "").split(",") if a.strip()) or default
+    try:
+        return tuple(str(ipaddress.ip_network(a, strict=False)) for a in listed)
+    except ValueError:
+        raise SettingsError(f"{name} must list IP addresses or networks, never * (got {e[name]!r})") from None
+
+
 def _capacity(v: Mapping[str, Any]) -> int:
     """The embedded engine's slots; about SGLang's --max-running-requests; no engine, no cap."""
     return int(v["engine_parallel"]) if v["engine"] == "embedded" else 32 if v["engine"] == "sglang" else 100_000
@@ -228,6 +231,10 @@ class Settings:
     conversation_unanswered_chars: int = var("CONVERSATION_UNANSWERED_CHARS", 8000, _integer(1))
 
     # --- security -----------------------------------------------------------------------------------
+    # "production": `serve` refuses to start without METRICS_TOKEN (docs/deploy.md, "Metrics").
+    environment: Environment = var("BILL_ASSISTANT_ENV", "development", _one_of(ENVIRONMENTS))
+    # Proxies whose X-Forwarded-For is believed (the client: the first other hop from the right). Never *.
+    forwarded_allow_ips: tuple[str, ...] = var("FORWARDED_ALLOW_IPS", ("127.0.0.1", "::1"), _proxies)
     # Seconds an authenticated API key is trusted without a database look-up (0 disables).
     api_key_cache_ttl: float = var("API_KEY_CACHE_TTL", 30.0, _number(zero=True))
     # Signs customer session tokens (the chat widget's credential). Unset: a random secret for this
@@ -251,8 +258,7 @@ class Settings:
     # The bank sites (origins, e.g. https://www.bank.example) whose pages may embed the chat widget
     # and call this service from the browser (CORS). Empty: same origin only.
     widget_origins: tuple[str, ...] = var("WIDGET_ORIGINS", (), _origins)
-    # A bearer token GET /metrics requires (Authorization: Bearer <token>). Unset: /metrics is open,
-    # for the development defaults; production must set it.
+    # The bearer token GET /metrics requires. Unset: open (development only; production refuses to start).
     metrics_token: str | None = var("METRICS_TOKEN", None, _text)
 
     # --- demo ---------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""One structlog event per request (route, status, tenant, stage timings; never a key or a body), the
-Server-Timing header, and the per-stage latency histograms."""
+"""One structlog event per request (route, status, tenant, client address, stage timings; never a key
+or a body), the Server-Timing header, and the per-stage latency histograms."""
 
 from __future__ import annotations
 
@@ -27,6 +27,13 @@ def stopwatch(scope: Scope) -> Stopwatch:
         state["stopwatch"] = Stopwatch()
     watch: Stopwatch = state["stopwatch"]
     return watch
+
+
+def client_address(scope: Scope) -> str | None:
+    """The peer's address, or the client's as a trusted proxy reports it (uvicorn's proxy headers
+    rewrite the scope before the app: FORWARDED_ALLOW_IPS)."""
+    client = scope.get("client")
+    return str(client[0]) if client else None
 
 
 def server_timing(watch: Stopwatch) -> bytes:
@@ -60,6 +67,7 @@ class RequestLogMiddleware(ASGIMiddleware):
                 route=scope.get("path_template") or scope["path"],
                 status=status,
                 tenant=tenant,
+                client=client_address(scope),
                 timings_ms=timings,
                 **state.get("log_extra", {}),
             )

@@ -47,7 +47,16 @@ def default_workers(settings: Settings) -> int:
 def serve_cmd(host: str, port: int, workers: int | None) -> None:
     """Run the HTTP service."""
     settings = load_settings()
+    refuse_unsafe_production(settings)  # before anything starts (the embedded Postgres included)
     serve(resolve_database_url(settings), host, port, settings, workers=workers or default_workers(settings))
+
+
+def refuse_unsafe_production(settings: Settings) -> None:
+    """Production never serves its metrics to whoever asks: without a token, /metrics would be open."""
+    if settings.environment == "production" and settings.metrics_token is None:
+        raise click.ClickException(
+            "BILL_ASSISTANT_ENV=production needs METRICS_TOKEN: without it /metrics is open to anyone"
+        )
 
 
 def serve(database_url: str, host: str, port: int, settings: Settings | None = None, *, workers: int = 1) -> None:
@@ -70,6 +79,10 @@ def serve(database_url: str, host: str, port: int, settings: Settings | None = N
         "loop": "uvloop",
         "http": "httptools",
         "access_log": False,
+        # The client is the first X-Forwarded-For hop from the right that is not a trusted proxy;
+        # from any other peer the header is ignored (the request log and the sign-in throttle use it).
+        "proxy_headers": True,
+        "forwarded_allow_ips": list(settings.forwarded_allow_ips),
         "log_level": "warning",
         # Engine requests are cut short at the drain deadline and answered with the deterministic
         # text; after the grace they get to answer and be audited, whatever still runs is cancelled.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from typing import Literal
 
 import msgspec
 from sqlalchemy import delete, func, insert, select, text, update
@@ -19,6 +20,9 @@ from app.security import check_password, digest, hash_password, new_token
 
 MIN_PASSWORD_LENGTH = 12
 DEFAULT_LIMITS = SigninLimits()
+# How a sign-in attempt ended: signed in, refused by the password check (a wrong password, an unknown
+# or disabled agent), or refused unchecked by the throttle.
+SigninOutcome = Literal["signed_in", "refused", "throttled"]
 
 
 class Identity(msgspec.Struct, frozen=True, kw_only=True):
@@ -102,14 +106,28 @@ async def authenticate(
     client: str | None = None,
     limits: SigninLimits = DEFAULT_LIMITS,
 ) -> Identity | None:
-    """The agent, if the password is right and it is enabled; None otherwise, and while the account or
-    the client (its address; None: not over HTTP) is throttled (app/data/signin.py), without checking
-    the password then. An unknown tenant or username costs the same hash (and is throttled the same
-    way) as a known one, so neither response times nor refusals tell which usernames exist."""
+    """The agent, if the password is right and it is enabled; None otherwise (sign_in says why)."""
+    identity, _ = await sign_in(conn, tenant_slug, username, password, client=client, limits=limits)
+    return identity
+
+
+async def sign_in(
+    conn: AsyncConnection,
+    tenant_slug: str,
+    username: str,
+    password: str,
+    *,
+    client: str | None = None,
+    limits: SigninLimits = DEFAULT_LIMITS,
+) -> tuple[Identity | None, SigninOutcome]:
+    """The agent, if the password is right and it is enabled, and how the attempt ended. While the
+    account or the client (its address; None: not over HTTP) is throttled (app/data/signin.py), the
+    password is not checked. An unknown tenant or username costs the same hash (and is throttled the
+    same way) as a known one, so neither response times nor refusals tell which usernames exist."""
     account = account_key(tenant_slug, username)
     client = client_key(client) if client is not None else None
     if not await reserve(conn, limits, account, client):
-        return None
+        return None, "throttled"
     row = (
         await conn.execute(
             select(
@@ -128,9 +146,9 @@ async def authenticate(
     ).first()
     valid = await asyncio.to_thread(check_password, password, row.password_hash if row is not None else None)
     if row is None or not valid or row.disabled_at is not None:
-        return None  # the reserved attempt stays counted as a failure
+        return None, "refused"  # the reserved attempt stays counted as a failure
     await succeeded(conn, account, client)
-    return Identity(
+    identity = Identity(
         agent_id=row.agent_id,
         username=row.username,
         display_name=row.display_name,
@@ -138,6 +156,7 @@ async def authenticate(
         tenant_slug=row.slug,
         tenant_name=row.name,
     )
+    return identity, "signed_in"
 
 
 async def start_session(conn: AsyncConnection, agent_id: int, ttl_s: float) -> tuple[str, str]:

@@ -40,6 +40,8 @@ AdmissionScope = Literal["local", "shared"]
 # What stands between the service and Postgres: nothing, or a pooler in transaction mode (PgBouncer's
 # pool_mode = transaction), which hands a server connection to another client after every transaction.
 DatabasePooler = Literal["none", "transaction"]
+# Where the service runs: "production" refuses to start without what production needs (app/cli/serve.py).
+Environment = Literal["development", "production"]
 
 # A widget conversation: answered by the assistant, waiting for an agent, or with an agent.
 ConversationStatus = Literal["bot", "waiting", "agent"]
@@ -63,6 +65,7 @@ PROMPT_LAYOUTS: tuple[PromptLayout, ...] = get_args(PromptLayout)
 SPECULATIVE: tuple[Speculative, ...] = get_args(Speculative)
 ADMISSION_SCOPES: tuple[AdmissionScope, ...] = get_args(AdmissionScope)
 DATABASE_POOLERS: tuple[DatabasePooler, ...] = get_args(DatabasePooler)
+ENVIRONMENTS: tuple[Environment, ...] = get_args(Environment)
 CONVERSATION_STATUSES: tuple[ConversationStatus, ...] = get_args(ConversationStatus)
 ROLES: tuple[Role, ...] = get_args(Role)
 HANDOVER_REASONS: tuple[HandoverReason, ...] = get_args(HandoverReason)

@@ -13,6 +13,7 @@ from datetime import date
 from typing import Any
 
 import msgspec
+import structlog
 from litestar import Controller, Request, Response, get, post
 from litestar.datastructures import FormMultiDict
 from litestar.di import NamedDependency, Provide
@@ -40,15 +41,16 @@ from app.api.deps import answer_service
 from app.api.disconnect import until_disconnect
 from app.api.event_stream import event_stream
 from app.api.overload import classify
-from app.api.request_log import request_state, stopwatch
-from app.data.agents import ConsoleSession, authenticate, end_session, start_session
+from app.api.request_log import client_address, request_state, stopwatch
+from app.data.agents import ConsoleSession, end_session, sign_in, start_session
 from app.data.audit import find_answer
 from app.data.database import autocommit
 from app.data.directory import SEARCH_LIMIT, CustomerMatch, search_customers
-from app.data.signin import SigninLimits
+from app.data.signin import SigninLimits, account_key
 from app.errors import NotFound
 from app.settings import Settings
 
+log = structlog.get_logger("bill_assistant.console")
 WRONG_LOGIN = "Sign-in failed: the bank, username and password do not match an active agent."
 
 
@@ -117,14 +119,20 @@ class ConsoleController(Controller):
         refuse_control_characters("username", username)
         if not form_csrf_matches(form, request.cookies.get(LOGIN_CSRF_COOKIE)):
             return sign_in_page(settings, status=403, error=CSRF_REFUSED, tenant=tenant, username=username)
+        client = client_address(request.scope) or "unknown"
         async with autocommit(db_engine) as conn:
-            identity = await authenticate(
-                conn,
-                tenant,
-                username,
-                field(form, "password"),
-                client=request.client.host if request.client is not None else "unknown",
-                limits=signin_limits(settings),
+            identity, outcome = await sign_in(
+                conn, tenant, username, field(form, "password"), client=client, limits=signin_limits(settings)
+            )
+            # Every attempt, for the bank's security review: who (the username only as its throttle
+            # digest, never typed text in clear), from where (as the trusted proxy reports it), and how it ended.
+            log.info(
+                "console_signin",
+                outcome=outcome,
+                tenant=tenant.strip()[:64],
+                account=account_key(tenant, username),
+                agent_id=identity.agent_id if identity is not None else None,
+                client=client,
             )
             if identity is None:
                 return sign_in_page(settings, status=401, error=WRONG_LOGIN, tenant=tenant, username=username)
