@@ -18,8 +18,9 @@ import msgspec
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.data.directory import tenant_people
 from app.domain.vocabulary import Channel, Locale
-from app.replay.pii import mask
+from app.replay.pii import Masker
 
 # (intent, share, English questions, Chinese questions): the mix customers send after a statement.
 QUESTION_MIX = [
@@ -128,7 +129,7 @@ def loads(data: bytes) -> list[Arrival]:
 # form; replay plays widget, api and batch), and so is what the service asked itself (cache fills)
 # and batch jobs' items (their job was one request).
 _ANSWERED = text("""
-SELECT t.slug, a.channel, acc.ref AS account_ref, c.ref AS customer_ref, c.name, a.question, a.locale,
+SELECT t.slug, a.channel, acc.ref AS account_ref, c.ref AS customer_ref, a.question, a.locale,
        CAST(a.answer -> 'payment' ->> 'as_of' AS date) AS as_of,
        a.created_at - make_interval(secs => COALESCE(CAST(a.timings ->> 'total' AS float8), 0) / 1000) AS arrived
 FROM answers a
@@ -144,16 +145,19 @@ async def export(
     conn: AsyncConnection, since: datetime, until: datetime, tenant: str | None, *, keep_text: bool = False
 ) -> list[Arrival]:
     """The answered requests as a traffic file's arrivals, times from the first; personal data in
-    the questions replaced (app/replay/pii.py) unless `keep_text`."""
+    the questions replaced (app/replay/pii.py) unless `keep_text`, with each bank's whole customer
+    directory (read once per export, not per question)."""
     rows = (await conn.execute(_ANSWERED, {"since": since, "until": until, "tenant": tenant})).all()
     first = rows[0].arrived if rows else None
+    people = await tenant_people(conn, sorted({row.slug for row in rows})) if rows and not keep_text else {}
+    maskers = {slug: Masker(p.names, p.currencies) for slug, p in people.items()}
     return [
         Arrival(
             at=round((row.arrived - first).total_seconds(), 4),
             tenant=row.slug,
             channel=row.channel,
             account_ref=row.account_ref,
-            question=row.question if keep_text else mask(row.question, names=[row.name]),
+            question=row.question if keep_text else maskers[row.slug].mask(row.question, row.locale),
             locale=row.locale,
             customer_ref=row.customer_ref,
             as_of=row.as_of,

@@ -10,26 +10,28 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
 from app.replay.run import replay
 from app.replay.traffic import dumps, export, loads
 from app.settings import Settings
-from tests.factories import document
+from tests.factories import account, customer, document
 from tests.servers import ThreadedServer
 
 AS_OF = "2026-11-10"
 TYPED = [
-    ("api", "Hi, my name is John Smith, why is my bill higher? Card 4111 1111 1111 1111"),
-    ("batch", "Did my payment arrive? Write to ann.lee@example.com or +44 20 7946 0958"),
-    ("widget", "Ann Lee here: what is this charge?"),
+    ("api", "Hi, my name is John Smith, why is my bill higher? Card 4111.1111.1111.1111"),
+    ("batch", "Did my payment arrive? Write to ann.lee@example.com or 06 12 34 56 78"),
+    ("widget", "Ann Lee here: did priya raghunathan pay me 1000000.00 on reference 20261015?"),
 ]
+# The asker, another customer of the same bank (the directory), a card with dots, a French mobile
+# number; the amount and the reference stay.
 MASKED = [
     "Hi, my name is <name>, why is my bill higher? Card <card>",
     "Did my payment arrive? Write to <email> or <phone>",
-    "<name> here: what is this charge?",
+    "<name> here: did <name> pay me 1000000.00 on reference 20261015?",
 ]
 
 
@@ -37,7 +39,8 @@ async def test_exported_traffic_keeps_who_what_and_when_masks_people_and_replays
     database_url: str, make_tenant: Any, load: Any, engine: AsyncEngine
 ) -> None:
     bank, other = await make_tenant("interactive"), await make_tenant()
-    await load(document(bank.slug))
+    priya = customer("C-1002", accounts=[account("A-2")]) | {"name": "Priya Raghunathan"}  # asks nothing
+    await load(document(bank.slug, [customer(), priya]))
     await load(document(other.slug))
     env = {"ENGINE": "off", "API_KEY_CACHE_TTL": "0", "BATCH_WORKER": "0", "SESSION_SECRET": "export-secret"}
     server = ThreadedServer(create_app(Settings.from_env(env), database_url))
@@ -73,8 +76,17 @@ async def test_exported_traffic_keeps_who_what_and_when_masks_people_and_replays
                 {"t": bank.id},
             )
         until = datetime.now(UTC) + timedelta(seconds=1)
+        statements: list[str] = []
+
+        def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+            statements.append(statement)
+
         async with engine.connect() as conn:
-            masked = await export(conn, since, until, bank.slug)
+            event.listen(engine.sync_engine, "before_cursor_execute", record)
+            try:
+                masked = await export(conn, since, until, bank.slug)
+            finally:
+                event.remove(engine.sync_engine, "before_cursor_execute", record)
             typed = await export(conn, since, until, bank.slug, keep_text=True)
             everyone = await export(conn, since, until, None)
 
@@ -82,6 +94,7 @@ async def test_exported_traffic_keeps_who_what_and_when_masks_people_and_replays
             (bank.slug, channel, "A-1", "C-1001", "en", date(2026, 11, 10)) for channel, _ in TYPED
         ]
         assert [a.question for a in masked] == MASKED
+        assert len(statements) == 2, statements  # the rows, then the bank's directory once: not per row
         assert [a.question for a in typed] == [question for _, question in TYPED]
         gaps = [b.at - a.at for a, b in itertools.pairwise(masked)]
         assert masked[0].at == 0
