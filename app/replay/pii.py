@@ -29,6 +29,7 @@ are shaped like an introduced name; short numbers ("card ending 4821") survive.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from typing import Literal, NamedTuple
@@ -74,11 +75,16 @@ def _alternatives(words: Iterable[str]) -> str:
     return "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
 
 
-def _amounts(text: str) -> list[tuple[int, int]]:
+@functools.cache
+def _amount_patterns() -> tuple[re.Pattern[str], ...]:
     currency = _alternatives(w for locale in every_locale() for w in locale.currency)
     after = re.compile(rf"(?<![\d.,]){AMOUNT_NUMBER}\s?(?:{currency})(?![a-z])", re.IGNORECASE)
     before = re.compile(rf"(?:{currency})\s?{AMOUNT_NUMBER}", re.IGNORECASE)
-    return [m.span() for pattern in (CENTS, after, before) for m in pattern.finditer(text)]
+    return CENTS, after, before
+
+
+def _amounts(text: str) -> list[tuple[int, int]]:
+    return [m.span() for pattern in _amount_patterns() for m in pattern.finditer(text)]
 
 
 def _ibans(text: str) -> list[Span]:
@@ -113,10 +119,14 @@ def _cards(text: str) -> list[Span]:
 
 
 def _phones(text: str, regions: Iterable[str]) -> list[Span]:
-    found = set()
+    found: set[Span] = set()
+    if sum(c.isdigit() for c in text) < 6:  # no number of any plan is shorter (and the matcher is slow)
+        return []
     for region in regions:
         for match in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.VALID):
             found.add(Span(match.start, match.end, "phone"))
+        if "+" not in text:
+            continue
         for match in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.POSSIBLE):
             if match.raw_string.startswith("+"):  # its country code written out: no region to guess
                 found.add(Span(match.start, match.end, "phone"))
@@ -124,10 +134,14 @@ def _phones(text: str, regions: Iterable[str]) -> list[Span]:
     return sorted(found)
 
 
-def _accounts(text: str) -> list[Span]:
+@functools.cache
+def _account_pattern() -> re.Pattern[str]:
     words = _alternatives(w for locale in every_locale() for w in locale.account)
-    pattern = re.compile(rf"(?:{words})\s*(?:number|no\.?|#|:|：)?\s*(\d[\d -]{{4,}}\d)(?!\d)", re.IGNORECASE)
-    return [Span(m.start(1), m.end(1), "account") for m in pattern.finditer(text)]
+    return re.compile(rf"(?:{words})\.?\s*(?:#|:|：)?\s*(\d[\d -]{{4,}}\d)(?!\d)", re.IGNORECASE)
+
+
+def _accounts(text: str) -> list[Span]:
+    return [Span(m.start(1), m.end(1), "account") for m in _account_pattern().finditer(text)]
 
 
 class Masker:

@@ -22,6 +22,7 @@ Two sources of evidence, and nothing else (no list of first names guesses at str
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator
 
@@ -122,7 +123,8 @@ def _take(run: list[Token], words: PiiWords, directory: Directory, lower_needs: 
     return name if len(name) >= lower_needs or (known and name) else []
 
 
-def _phrase(options: Iterable[str]) -> re.Pattern[str]:
+@functools.lru_cache(maxsize=64)
+def _phrase(options: tuple[str, ...]) -> re.Pattern[str]:
     escaped = sorted((re.escape(o).replace(r"\ ", r"\s+") for o in options), key=len, reverse=True)
     return re.compile(rf"(?<![\w'])(?:{'|'.join(escaped)})(?![\w'])", re.IGNORECASE)
 
@@ -141,12 +143,12 @@ def _latin_names(text: str, directory: Directory, words: PiiWords) -> Iterator[R
                 yield token.start, token.end
     rules = [(words.introducers, 2, ""), (words.titles, 1, r"\.?")]
     for pattern, needs, tail in rules:
-        for match in _phrase(pattern).finditer(text):
+        for match in _phrase(tuple(pattern)).finditer(text):
             end = match.end() + len(m.group()) if (m := re.match(tail, text[match.end() :])) else match.end()
             for t in _take(_following(text, tokens, end), words, directory, needs):
                 yield t.start, t.end
     if words.relations:
-        relation = _phrase(f"{lead_word} {r}" for lead_word in words.relation_lead for r in words.relations)
+        relation = _phrase(tuple(f"{lead_word} {r}" for lead_word in words.relation_lead for r in words.relations))
         for match in relation.finditer(text):
             for t in _take(_following(text, tokens, match.end()), words, directory, 1):
                 yield t.start, t.end
