@@ -218,6 +218,11 @@ class Settings:
     # Seconds between passes of the scheduled fill (app/answers/cache_fill.py): the canonical answers
     # of recently closed statements, made by one replica at a time. 0: off (precompute by hand).
     cache_fill_interval_s: float = var("CACHE_FILL_INTERVAL_S", 0.0, _number(zero=True))
+    # The fill's own budget, fleet-wide (the scheduled fill, the fill after a miss, `precompute`):
+    # engine slots at once and answers a second. Never the tenant's: its customers keep its whole
+    # concurrency cap and rate while the cache fills.
+    cache_fill_slots: int = var("CACHE_FILL_SLOTS", 1, _integer(1))
+    cache_fill_rate_per_s: float = var("CACHE_FILL_RATE_PER_S", 2.0, _number())
     # The batch worker in the service: on/off, how often it looks for work, and its lease on an item
     # (a worker that dies holds it this long before another takes it).
     batch_worker: bool = var("BATCH_WORKER", True, _flag)

@@ -4,6 +4,7 @@ question, at batch priority, so that their answers come from the cache in millis
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import date, timedelta
 
@@ -14,6 +15,7 @@ from app.data.audit import Wanted, uncached
 from app.data.database import autocommit
 from app.data.tenants import own_answer_policies
 from app.domain.intents import CANONICAL_QUESTIONS
+from app.errors import Shed
 from app.prompts import PROMPT_VERSION, answer_version
 
 
@@ -42,7 +44,8 @@ async def precompute(
     on_done: Callable[[ExplanationResponse], None] = lambda answer: None,
 ) -> None:
     """Answer each statement's canonical question of each intent as of today; validated answers land
-    in the cache."""
+    in the cache. Paced by the fill's own rate (CACHE_FILL_RATE_PER_S): a refused token waits its
+    Retry-After; being shed for any other reason (the engine is busy with people) is raised."""
     for tenant_id, account_ref, period_end, locale, intent, _, _ in todo:
         principal = await answers.tenant(tenant_id)
         assert principal is not None
@@ -53,5 +56,12 @@ async def precompute(
             as_of=today,
             channel="batch",
         )
-        ask = Ask(principal=principal, request=request, channel="batch", today=today, origin="fill")
-        on_done(await answers.explain(ask))
+        while True:
+            ask = Ask(principal=principal, request=request, channel="batch", today=today, origin="fill")
+            try:
+                on_done(await answers.explain(ask))
+                break
+            except Shed as shed:
+                if shed.status != 429:
+                    raise
+                await asyncio.sleep(shed.retry_after_s)

@@ -23,7 +23,6 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.answers import cache
-from app.answers.cache import CacheKey
 from app.answers.generation import Outcome, generate
 from app.answers.intent_choice import settle_intent
 from app.answers.messages import Ask, ChatEvent, Delta, Facts, Final, Replace, Turn, final_answer, respond
@@ -45,7 +44,7 @@ from app.data.database import autocommit, driver_options
 from app.data.driver_pool import DriverPool
 from app.data.tenants import Principal, principal_for
 from app.domain.intents import CANONICAL_QUESTIONS
-from app.domain.priority import QUEUE_DEADLINE_S, effective_level
+from app.domain.priority import QUEUE_DEADLINE_S, effective_level, fill_budget
 from app.domain.reasons import Reason
 from app.domain.vocabulary import Source
 from app.errors import Shed
@@ -67,14 +66,13 @@ class AnswerService:
     scheduler: Scheduler
     settings: Settings
     # Canonical answers being generated after a miss, by cache key (app/answers/cache.py).
-    _filling: dict[CacheKey, asyncio.Task[None]] = field(default_factory=dict, init=False, repr=False)
+    _filling: dict[cache.CacheKey, asyncio.Task[None]] = field(default_factory=dict, init=False, repr=False)
 
     @classmethod
     def build(
         cls, db: AsyncEngine, settings: Settings, hooks: Hooks | None = None, ledger: Ledger | None = None
     ) -> AnswerService:
-        """The configured engine (a model load) and an admission scheduler of its capacity, counting
-        with every replica through `ledger` when admission is shared."""
+        """The configured engine (a model load) and a scheduler of its capacity (shared via `ledger`)."""
         scheduler = Scheduler(capacity=settings.engine_capacity, hooks=hooks or Hooks(), ledger=ledger)
         url = db.url.render_as_string(hide_password=False)
         pool = DriverPool(url, size=settings.db_pool_size, options=driver_options(settings))
@@ -92,9 +90,9 @@ class AnswerService:
     async def converse(self, ask: Ask) -> AsyncIterator[ChatEvent]:
         """The answer as events: the facts, the text as it is written, the audited answer.
 
-        Admission is held until the generator ends: run it to its first event before answering,
-        so that shedding and NotFound still become HTTP statuses. Times the first text released
-        and the whole answer from the request's arrival (`bill_assistant_answer_*_seconds`)."""
+        Admission is held until the generator ends: run it to its first event before answering, so
+        that shedding and NotFound still become HTTP statuses. Times the first text and the whole
+        answer from the request's arrival (`bill_assistant_answer_*_seconds`)."""
         tenant, channel, watch = ask.principal.tenant_slug, ask.channel, ask.stopwatch
         first_text = True
         async with aclosing(self._converse(ask)) as events:  # closing this closes the answer
@@ -139,11 +137,13 @@ class AnswerService:
 
     @asynccontextmanager
     async def _admitted(self, ask: Ask) -> AsyncIterator[int]:
-        """Admission (rate limit, priority, fairness, deadline) for as long as the answer takes; the level."""
+        """Admission (rate, priority, fairness, deadline) for as long as the answer takes; the level."""
         principal, stopwatch = ask.principal, ask.stopwatch
         level = effective_level(principal.priority_class, ask.channel)
         deadline_s = QUEUE_DEADLINE_S[ask.channel] * self.settings.queue_deadline_scale
-        async with self.scheduler.admit(principal.tenant_slug, principal.limits, level, deadline_s) as ticket:
+        fill = fill_budget(self.settings.cache_fill_slots, self.settings.cache_fill_rate_per_s)
+        tenant, limits = fill if ask.origin == "fill" else (principal.tenant_slug, principal.limits)
+        async with self.scheduler.admit(tenant, limits, level, deadline_s) as ticket:
             wait_ms = ticket.wait_s * 1000
             stopwatch.record("admission", stopwatch.elapsed_ms() - wait_ms, wait_ms)
             yield level
@@ -235,8 +235,8 @@ class AnswerService:
         self, turn: Turn, outcome: Outcome | None, took: str = ""
     ) -> tuple[ExplanationResponse, Reason | None]:
         """Serve the model's checked plan, said, or the deterministic text (rendered only then), after
-        what a follow-up was taken to be; remember a served canonical answer; audit. Returns the
-        answer and why it is not the model's (None: it is)."""
+        what a follow-up was taken to be; cache a canonical answer; audit. The answer, and why it
+        is not the model's (None: it is)."""
         explanation, model, usage, plan, claims, quoted = None, None, None, None, None, deterministic_quotes(turn)
         source: Source = "fallback"
         step = step_of(turn)

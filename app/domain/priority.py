@@ -66,6 +66,16 @@ class TenantLimits:
     rate_per_s: float = 20.0  # sustained admissions per second; bursts up to the same number
 
 
+# The name the answer cache's fill is admitted under, with limits of its own (Settings'
+# CACHE_FILL_*): not a tenant slug (those have no "~"), so it never shares a tenant's counts.
+FILL_BUDGET = "~cache-fill"
+
+
+def fill_budget(slots: int, rate_per_s: float) -> tuple[str, TenantLimits]:
+    """What the cache fill is admitted as: its own name and limits, one slot's weight."""
+    return FILL_BUDGET, TenantLimits(max_concurrency=slots, rate_per_s=rate_per_s)
+
+
 # What the admission ledger shared by the replicas (app/data/admission.py) answers to one attempt:
 # a slot (granted), a rate token only (queued: no slot was asked for), or why not.
 Verdict = Literal["granted", "queued", "rate_limited", "tenant_busy", "engine_busy"]

@@ -43,7 +43,8 @@ def client_for(
     database_url: str, fake: RunningFake, model: str = "fake/model", profile: str = ""
 ) -> AsyncTestClient[Any]:
     env = {"ENGINE": "sglang", "SGLANG_URL": fake.url, "SGLANG_MODEL": model, "SGLANG_PROFILE": profile}
-    settings = Settings.from_env({**env, "BATCH_WORKER": "0"})
+    # The fill after each miss at once, whatever the fill's own rate (test_cache_fill.py tests that).
+    settings = Settings.from_env({**env, "BATCH_WORKER": "0", "CACHE_FILL_RATE_PER_S": "1000"})
     return AsyncTestClient(app=create_app(settings, database_url))
 
 

@@ -138,3 +138,53 @@ async def test_a_pass_reports_its_backlog_and_does_not_ask_again(scratch_url: st
         # The bill-change answer validated and is cached; the others fell back: not asked again.
         assert await filler.run_once(date.today()) == 0
     assert len(fake_sglang.fake.requests) == 3
+
+
+async def test_the_fill_has_a_budget_of_its_own_never_the_tenants(scratch_url: str, fake_sglang: RunningFake) -> None:
+    """The fill holds slots and rate tokens under its own name (CACHE_FILL_*), shared by every
+    replica through the ledger: a tenant's customers keep its whole concurrency cap and rate."""
+    closed = date.today() - timedelta(days=3)
+    engine = create_engine(scratch_url)
+    async with engine.begin() as conn:
+        await create_tenant(conn, "budget-bank", "Budget Bank", "standard")
+        await import_document(
+            conn, document("budget-bank", [customer(accounts=[account(statements=[_recent(closed)])])])
+        )
+
+    async def leases() -> dict[str, int]:
+        async with engine.connect() as conn:
+            rows = await conn.execute(text("SELECT tenant, count(*) FROM admission_lease GROUP BY tenant"))
+            return {tenant: count for tenant, count in rows.all()}
+
+    async def made() -> list[float]:
+        async with engine.connect() as conn:
+            query = text("SELECT extract(epoch FROM created_at) FROM answers WHERE origin = 'fill' ORDER BY 1")
+            return [float(t) for t in (await conn.execute(query)).scalars()]
+
+    async def filling() -> bool:
+        return bool(await leases())
+
+    async def three() -> bool:
+        return len(await made()) == 3
+
+    fake_sglang.fake.default = Script(text=GOOD, hang_s=0.5)
+    env = {
+        "DATABASE_URL": scratch_url, "ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "ADMISSION": "shared",
+        "SESSION_SECRET": "budget-secret", "BATCH_WORKER": "0", "ANSWER_CACHE_FILL": "0",
+        "CACHE_FILL_INTERVAL_S": "0.3", "CACHE_FILL_SLOTS": "1", "CACHE_FILL_RATE_PER_S": "1",
+    }  # fmt: skip
+    port = free_port()
+    proc = start_service(port, "--workers", "1", **env)
+    try:
+        await wait_until_healthy(proc, f"http://127.0.0.1:{port}")
+        await until("a canonical answer at the engine", filling, timeout_s=30)
+        assert await leases() == {"~cache-fill": 1}  # the tenant holds nothing: its cap is its customers'
+        await until("the statement's three canonical answers", three, timeout_s=30)
+        async with engine.connect() as conn:
+            buckets = await conn.execute(text("SELECT tenant FROM admission_bucket ORDER BY 1"))
+            assert buckets.scalars().all() == ["~cache-fill"]  # not a token of the tenant's rate
+    finally:
+        stop_service(proc)
+        await engine.dispose()
+    first, _, last = await made()
+    assert last - first >= 1.8  # one a second (each took 0.5 s at the engine): paced by the fill's own rate

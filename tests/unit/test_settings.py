@@ -52,6 +52,8 @@ def test_defaults() -> None:
         batch_worker=True,
         answer_cache_fill=True,
         cache_fill_interval_s=0.0,
+        cache_fill_slots=1,
+        cache_fill_rate_per_s=2.0,
         batch_poll_s=0.5,
         batch_lease_s=120.0,
         conversation_retention_days=90,
