@@ -171,7 +171,9 @@ class Masker:
                 kept.append(span)
         joined: list[Span] = []
         for span in sorted(kept):  # "Mark" and "Johnson" of one person are one <name>
-            if joined and joined[-1].kind == span.kind == "name" and not text[joined[-1].end : span.start].strip():
+            gap = text[joined[-1].end : span.start] if joined else ""
+            initial = bool(joined) and joined[-1].end - joined[-1].start == 1 and gap.strip() == "."  # J. Smith
+            if joined and joined[-1].kind == span.kind == "name" and (not gap.strip() or initial):
                 joined[-1] = joined[-1]._replace(end=span.end)
             else:
                 joined.append(span)

@@ -7,17 +7,20 @@ Two sources of evidence, and nothing else (no list of first names guesses at str
    the first word of a sentence. Chinese names whole (王芳), found as a substring.
 2. A name the text introduces, by the locale's words (pii.json):
    - after an introducer ("my name is", "I'm", "this is", 我叫, 我是, 本人), a relation ("my
-     husband", 我老公) or a title (Dr, Mrs), capitalized words are a name, one word unless it is a
-     common word ("I'm Confused" is no name), two or more always ("I'm Will Smith");
+     husband", 我老公), a title (Dr, Mrs) or a sign-off ("Regards,"), capitalized words are a name
+     up to the first common word ("I'm Ben Carter From Leeds"), unless all of them are common words
+     ("I'm Confused", "I'm Not Happy" name nobody; "I'm Will Smith" does); initials count ("J. Smith");
    - lower-case words need more: after a title or a relation, one name-shaped word (a word that is
      neither common nor ends like "-ing", "-ed", "-ly"); after an introducer, two of them
      ("i am john smith"; "i am charged twice" and "i'm confused" have none), or a directory part;
    - "<Name> here" / "<Name> speaking";
    - Chinese: after an introducer or a relation, a surname of the locale's list and at most two more
      characters up to a boundary (punctuation, a digit, a stop word such as 的: 我是张艳，), or the word the segmenter
-     (jieba) reads as a person's name there; a segmented person's name (`nr`) that starts with a
-     surname anywhere (张伟的账单), unless a business noun follows it (李宁专卖店 is a shop); before a
-     title after a name (李先生, 杨静女士) the surname and what the segmenter joins to it.
+     (jieba) reads as a person's name there; a segmented person's name (`nr*`) that starts with a
+     surname anywhere (张伟的账单), or follows one (刘 + 秀英), unless it is a common word the
+     segmenter's dictionary mistakes for a name (谢谢) or a business noun follows it (李宁专卖店 is a
+     shop); before a title after a name (李先生, 杨静女士) the surname and what the segmenter joins
+     to it.
 """
 
 from __future__ import annotations
@@ -88,7 +91,8 @@ def _following(text: str, tokens: list[Token], at: int) -> list[Token]:
         if token.start < at:
             continue
         gap = text[out[-1].end if out else at : token.start]
-        if gap.strip(" \t" if out else " \t,:") or len(gap) > 3:
+        allowed = " \t." if out and len(out[-1].word) == 1 else " \t" if out else " \t,:-–—"  # "J. Smith"
+        if gap.strip(allowed) or len(gap) > 3:
             break
         out.append(token)
         if len(out) == 5:
@@ -104,14 +108,17 @@ def _take(run: list[Token], words: PiiWords, directory: Directory, lower_needs: 
     name: list[Token] = []
     if run and run[0].capitalized:
         for token in run:
+            common = token.lower in words.common and token.lower not in directory.parts
+            if name and common and not (len(name) == 1 and name[0].lower in words.common):
+                break  # "I'm Ben Carter From Leeds"
             if token.capitalized or (name and token.lower in words.particles):
                 name.append(token)
             else:
                 break
         while name and name[-1].lower in words.particles:
             name.pop()
-        solo = len(name) == 1 and name[0].lower in words.common and name[0].lower not in directory.parts
-        return [] if solo else name
+        named = [t for t in name if t.lower not in words.common or t.lower in directory.parts]
+        return name if named else []  # "I'm Not Happy" names nobody; "I'm Will Smith" does
     for token in run:
         particle = bool(name) and token.lower in words.particles
         if token.capitalized or not (particle or _name_shaped(token, words, directory)):
@@ -182,7 +189,12 @@ def _han_names(text: str, directory: Directory, words: PiiWords) -> Iterator[Ran
     person = {}
     for i, (at, word, flag) in enumerate(segments):
         word = word.removesuffix(next((t for t in words.titles_after if word.endswith(t)), ""))
-        if flag != "nr" or word in words.common or not _surname(word, words):
+        word = word.removesuffix(next((t for t in words.stops if word.endswith(t)), ""))  # 张平的 read as one
+        if not flag.startswith("nr") or word in words.common:  # nr, nrfg, nrt: a person's name
+            continue
+        if not _surname(word, words) and at and text[at - 1] in words.surnames:
+            at, word = at - 1, text[at - 1] + word  # 刘 + 秀英: the given name read apart from the surname
+        if not _surname(word, words):
             continue
         after = segments[i + 1][1] if i + 1 < len(segments) else ""
         if word in words.surnames and 1 <= len(after) <= 2 and _HAN.match(after) and after not in words.stops:
