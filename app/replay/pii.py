@@ -16,6 +16,8 @@ How each is found (measured on app/eval/pii_*.jsonl: `bill-assistant traffic pii
   of the script the question is written in; a number written with its "+" country code is taken
   when merely possible there, and one in the North American 3-3-4 shape always;
 - account: 6 or more digits right after an account word ("account 12345678", 账号);
+- code: 3-8 digits right after a secret's word: a card's security code, a PIN, a one-time code
+  ("cvv 123", 验证码 482913): nobody may replay them, whatever their length;
 - names: app/replay/pii_names.py (the bank's whole customer directory, and introduced names).
 
 What must survive, decided so: an amount is never personal data: digits with cents ("1000000.00",
@@ -41,8 +43,8 @@ from app.domain.vocabulary import Locale
 from app.replay.pii_names import Directory, find_names
 from app.replay.pii_words import every_locale, pii_words
 
-Kind = Literal["email", "iban", "card", "phone", "account", "name"]
-KINDS: tuple[Kind, ...] = ("email", "iban", "card", "phone", "account", "name")  # first wins an overlap
+Kind = Literal["email", "iban", "card", "phone", "account", "code", "name"]
+KINDS: tuple[Kind, ...] = ("email", "iban", "card", "phone", "account", "code", "name")  # first wins an overlap
 # The regions whose numbers a bank's customers most likely give, by the currency of its accounts.
 CURRENCY_REGIONS = {
     "GBP": ("GB",),
@@ -144,6 +146,16 @@ def _accounts(text: str) -> list[Span]:
     return [Span(m.start(1), m.end(1), "account") for m in _account_pattern().finditer(text)]
 
 
+@functools.cache
+def _code_pattern() -> re.Pattern[str]:
+    words = _alternatives(w for locale in every_locale() for w in locale.secret)
+    return re.compile(rf"(?:{words})\s*(?:is|是|为|:|：|#)?\s*(\d{{3,8}})(?!\d)", re.IGNORECASE)
+
+
+def _codes(text: str) -> list[Span]:
+    return [Span(m.start(1), m.end(1), "code") for m in _code_pattern().finditer(text)]
+
+
 class Masker:
     """One bank's masking: its customer directory and the regions of its currencies, made once per
     export and used for every question."""
@@ -163,6 +175,7 @@ class Masker:
             *(s for s in _cards(text) if not _inside(s, amounts)),
             *(s for s in _phones(text, regions) if not _inside(s, amounts)),
             *(s for s in _accounts(text) if not _inside(s, amounts)),
+            *_codes(text),
             *(Span(start, end, "name") for start, end in find_names(text, self.directory)),
         ]
         kept: list[Span] = []

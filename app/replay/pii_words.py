@@ -30,6 +30,7 @@ class PiiWords(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     not_name_endings: tuple[str, ...]  # a lower-case word ending so is no name ("charged", "really")
     currency: tuple[str, ...]
     account: tuple[str, ...]
+    secret: tuple[str, ...]  # a security code, a PIN, a one-time code: the digits after it are masked
     surnames: frozenset[str]
     stops: tuple[str, ...]  # words that end a name written without spaces (的 of 张伟的)
     business: tuple[str, ...]

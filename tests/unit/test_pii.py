@@ -134,3 +134,10 @@ def test_the_banks_currency_brings_its_region_s_numbers() -> None:
     customer writing Chinese these ten digits are in no plan of the regions they dial from."""
     assert Masker(currencies=["EUR"]).mask("电话01 42 68 53 00", "zh-CN") == "电话<phone>"
     assert Masker(currencies=["CNY"]).mask("电话01 42 68 53 00", "zh-CN") == "电话01 42 68 53 00"
+
+
+def test_a_card_s_security_code_a_pin_and_a_one_time_code_are_masked() -> None:
+    assert mask("my cvv is 123, card 4111 1111 1111 1111") == "my cvv is <code>, card <card>"
+    assert mask("验证码482913是什么") == "验证码<code>是什么"
+    assert mask("pin 4821 blocked") == "pin <code> blocked"
+    assert mask("My card ending 4821 was declined") == "My card ending 4821 was declined"
