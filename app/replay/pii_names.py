@@ -29,9 +29,6 @@ import functools
 import re
 from collections.abc import Iterable, Iterator
 
-import jieba
-import jieba.posseg
-
 from app.replay.pii_words import PiiWords, every_locale
 
 Range = tuple[int, int]
@@ -168,6 +165,8 @@ def _latin_names(text: str, directory: Directory, words: PiiWords) -> Iterator[R
 
 
 def _segmented(text: str) -> list[tuple[int, str, str]]:
+    import jieba.posseg  # its tag table takes about a second to load: only where Chinese is masked
+
     if not jieba.dt.initialized:
         jieba.setLogLevel(60)
         jieba.initialize()
