@@ -18,6 +18,7 @@ from functools import cache
 
 import msgspec
 
+from app.domain.vocabulary import Ref, RowId
 from app.errors import InvalidToken
 
 # OWASP's scrypt setting for 16 MiB of memory (cost 2^14, block size 8, parallelism 5): about
@@ -97,9 +98,12 @@ _VERSION = "v1"
 
 
 class CustomerClaims(msgspec.Struct, frozen=True, kw_only=True):
-    tenant_id: int
-    key_id: int  # the API key that asked for it: revoking that key ends its tokens too
-    customer_ref: str
+    """Checked like any input, though signed: a token signed with a leaked or test secret must not
+    reach the database with a NUL or a number past bigint (401, not 500)."""
+
+    tenant_id: RowId
+    key_id: RowId  # the API key that asked for it: revoking that key ends its tokens too
+    customer_ref: Ref
     expires: int  # Unix seconds
 
 

@@ -11,13 +11,7 @@ import msgspec
 
 from app.domain.claims import AnyClaim
 from app.domain.facts import Driver, PaymentStatus
-from app.domain.vocabulary import HandoverReason, Intent, Locale, Source
-
-# A customer's or an account's ref: no control character at all (Postgres cannot even hold NUL in
-# text). In the OpenAPI document too, so ECMA-262 as well as Python's re: not \A or \Z, which ECMA
-# lacks; and `$(?!\n)`, since Python's `$` alone also matches before a final newline.
-REF_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]+$(?!\n)"
-Ref = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=REF_PATTERN)]
+from app.domain.vocabulary import REF_PATTERN, HandoverReason, Intent, Locale, Ref, Source
 
 # A question: not blank (something besides the whitespace str.strip() takes away), and no C0/C1
 # control character but tab and newline, which a multi-line question may hold. One definition for

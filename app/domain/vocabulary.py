@@ -5,7 +5,17 @@ settings, the CLI and the database's CHECK constraints check)."""
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
+
+import msgspec
+
+# A customer's or an account's ref: no control character at all (Postgres cannot even hold NUL in
+# text). In the OpenAPI document too, so ECMA-262 as well as Python's re: not \A or \Z, which ECMA
+# lacks; and `$(?!\n)`, since Python's `$` alone also matches before a final newline.
+REF_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]+$(?!\n)"
+Ref = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=REF_PATTERN)]
+# A row's id as Postgres's bigint holds it: a larger number from outside is refused, not a 500.
+RowId = Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)]
 
 # The customer's language: answers, fallbacks and formatting exist for each.
 Locale = Literal["en", "zh-CN"]

@@ -12,6 +12,7 @@ from litestar.di import NamedDependency
 from litestar.exceptions import PermissionDeniedException
 
 from app.answers.schemas import QUESTION_PATTERN, ExplanationRequest, in_words
+from app.api.body import form_body
 from app.data.agents import ConsoleSession
 from app.security import csrf_matches
 
@@ -62,7 +63,7 @@ async def provide_form(
     agent: NamedDependency[ConsoleSession],
 ) -> FormMultiDict:
     """The posted form, once its CSRF token is the session's."""
-    form = await request.form()
+    form = await form_body(request)
     if not form_csrf_matches(form, agent.csrf_token):
         raise PermissionDeniedException(CSRF_REFUSED)
     return form

@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.answers.messages import Ask, ChatEvent, final_answer
 from app.answers.schemas import ExplanationRequest
-from app.api.body import refuse_control_characters
+from app.api.body import form_body, refuse_control_characters
 from app.api.console.forms import CSRF_REFUSED, field, form_csrf_matches, provide_form, question_request
 from app.api.console.pages import EXCEPTION_HANDLERS, SECURITY_HEADERS, account_page, console_page, sign_in_page
 from app.api.console.session import (
@@ -113,7 +113,7 @@ class ConsoleController(Controller):
         db_engine: NamedDependency[AsyncEngine],
         settings: NamedDependency[Settings],
     ) -> Response[Any]:
-        form = await request.form()
+        form = await form_body(request)
         tenant, username = field(form, "tenant"), field(form, "username")
         refuse_control_characters("tenant", tenant)
         refuse_control_characters("username", username)
