@@ -8,8 +8,8 @@ Two sources of evidence, and nothing else (no list of first names guesses at str
 2. A name the text introduces, by the locale's words (pii.json):
    - after an introducer ("my name is", "I'm", "this is", 我叫, 我是, 本人), a relation ("my
      husband", 我老公), a title (Dr, Mrs) or a sign-off ("Regards,"), capitalized words are a name
-     up to the first common word ("I'm Ben Carter From Leeds"), unless all of them are common words
-     ("I'm Confused", "I'm Not Happy" name nobody; "I'm Will Smith" does); initials count ("J. Smith");
+     unless all of them are common words ("I'm Confused", "I'm Not Happy" name nobody; "I'm Will
+     Smith", "Mr Robert Brown" do); initials count ("J. Smith");
    - lower-case words need more: after a title or a relation, one name-shaped word (a word that is
      neither common nor ends like "-ing", "-ed", "-ly"); after an introducer, two of them
      ("i am john smith"; "i am charged twice" and "i'm confused" have none), or a directory part;
@@ -105,9 +105,6 @@ def _take(run: list[Token], words: PiiWords, directory: Directory, lower_needs: 
     name: list[Token] = []
     if run and run[0].capitalized:
         for token in run:
-            common = token.lower in words.common and token.lower not in directory.parts
-            if name and common and not (len(name) == 1 and name[0].lower in words.common):
-                break  # "I'm Ben Carter From Leeds"
             if token.capitalized or (name and token.lower in words.particles):
                 name.append(token)
             else:
@@ -157,11 +154,19 @@ def _latin_names(text: str, directory: Directory, words: PiiWords) -> Iterator[R
             for t in _take(_following(text, tokens, match.end()), words, directory, 1):
                 yield t.start, t.end
     for i, token in enumerate(tokens):  # "Ann Lee here"
-        if token.lower in words.here and i:
-            before = [t for t in tokens[max(0, i - 3) : i] if not text[t.end : token.start].strip(" \t,")]
-            before = [t for t in before if t.capitalized or _name_shaped(t, words, directory)]
-            if before and (before[0].capitalized or len(before) >= 2):
-                yield before[0].start, before[-1].end
+        if token.lower not in words.here:
+            continue
+        before: list[Token] = []
+        for t in reversed(tokens[max(0, i - 3) : i]):  # the words right before it, nothing between
+            if text[t.end : (before[0] if before else token).start].strip(" \t,"):
+                break
+            before.insert(0, t)
+        while before and not (before[0].capitalized or _name_shaped(before[0], words, directory)):
+            before.pop(0)
+        named = [t for t in before if t.lower not in words.common or t.lower in directory.parts]
+        plain = [t for t in before if not t.capitalized and not _name_shaped(t, words, directory)]
+        if named and not plain and (before[0].capitalized or len(before) >= 2):  # not "i'm new here"
+            yield before[0].start, before[-1].end
 
 
 def _segmented(text: str) -> list[tuple[int, str, str]]:

@@ -141,3 +141,12 @@ def test_a_card_s_security_code_a_pin_and_a_one_time_code_are_masked() -> None:
     assert mask("验证码482913是什么") == "验证码<code>是什么"
     assert mask("pin 4821 blocked") == "pin <code> blocked"
     assert mask("My card ending 4821 was declined") == "My card ending 4821 was declined"
+
+
+def test_a_customer_named_like_a_word_is_masked_only_where_written_as_a_name() -> None:
+    bank = Masker(["Wei Long", "Robert Brown"])
+    assert bank.mask("why is it taking so long") == "why is it taking so long"
+    assert bank.mask("Long Wei here") == "<name> here"
+    assert bank.mask("did Long pay me back?") == "did <name> pay me back?"
+    assert mask("Mr Robert Brown would like the due date") == "Mr <name> would like the due date"
+    assert mask("i'm new here") == "i'm new here"
