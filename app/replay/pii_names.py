@@ -81,6 +81,11 @@ def _name_shaped(token: Token, words: PiiWords, directory: Directory) -> bool:
     )
 
 
+def _strong(token: Token, words: PiiWords, directory: Directory) -> bool:
+    """A directory part that is no common word: a name wherever it stands."""
+    return token.lower in directory.parts and token.lower not in words.common
+
+
 def _following(text: str, tokens: list[Token], at: int) -> list[Token]:
     """The tokens that follow position `at`, each separated from the last by spaces only."""
     out: list[Token] = []
@@ -140,7 +145,9 @@ def _latin_names(text: str, directory: Directory, words: PiiWords) -> Iterator[R
                 yield token.start, tokens[i + size - 1].end
         if token.lower in directory.parts:
             initial = not text[: token.start].strip() or text[: token.start].rstrip()[-1] in _SENTENCE_END
-            if token.lower not in words.common or (token.capitalized and not initial):
+            beside = [t for t in tokens[max(0, i - 1) : i + 2] if t is not token and _strong(t, words, directory)]
+            paired = any(not text[min(t.end, token.end) : max(t.start, token.start)].strip() for t in beside)
+            if token.lower not in words.common or (token.capitalized and not initial) or paired:
                 yield token.start, token.end
     rules = [(words.introducers, 2, ""), (words.titles, 1, r"\.?")]
     for pattern, needs, tail in rules:

@@ -148,5 +148,6 @@ def test_a_customer_named_like_a_word_is_masked_only_where_written_as_a_name() -
     assert bank.mask("why is it taking so long") == "why is it taking so long"
     assert bank.mask("Long Wei here") == "<name> here"
     assert bank.mask("did Long pay me back?") == "did <name> pay me back?"
+    assert bank.mask("long wei paid me") == "<name> paid me"  # beside another part of a name
     assert mask("Mr Robert Brown would like the due date") == "Mr <name> would like the due date"
     assert mask("i'm new here") == "i'm new here"
