@@ -1,6 +1,6 @@
 """./scripts/dev bench [BENCH] [options], BENCH one of: explain (the default), prefix, priorities, ladder,
 cache, cache-days, cache-replay, chat, conversations, overload, shedding, overhead, in-process, workers,
-statement-size, import, knowledge.
+statement-size, import, knowledge, killed-slots.
 
 See each module's docstring."""
 
@@ -15,6 +15,7 @@ from bench import (
     explain_load,
     import_load,
     in_process,
+    killed_slots,
     knowledge,
     ladder,
     overhead,
@@ -36,6 +37,7 @@ BENCHES = {
     "cache-replay": cache_replay.main,
     "chat": chat_stream.main,
     "conversations": conversations.main,
+    "killed-slots": killed_slots.main,
     "overload": overload.main,
     "shedding": shedding.main,
     "overhead": overhead.main,
