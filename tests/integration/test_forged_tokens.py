@@ -48,8 +48,8 @@ async def test_a_signed_token_holding_what_no_session_could_is_a_401(
         "/v1/sessions", json={"customer_ref": "C-1001"}, headers={"Authorization": f"Bearer {bank.key}"}
     )
     real = read_token(SECRET, issued.json()["token"])
-    fields = {"tenant_id": real.tenant_id, "key_id": real.key_id, "customer_ref": real.customer_ref} | changed
-    forged = issue_token(SECRET, CustomerClaims(**fields, expires=int(time.time()) + 600))
+    fields: dict[str, Any] = {"tenant_id": real.tenant_id, "key_id": real.key_id, "customer_ref": real.customer_ref}
+    forged = issue_token(SECRET, CustomerClaims(**(fields | changed), expires=int(time.time()) + 600))
     for token, expected in ((issued.json()["token"], 200), (forged, 401)):
         auth = {"Authorization": f"Bearer {token}"}
         accounts = await client.get("/v1/chat/accounts", headers=auth)
