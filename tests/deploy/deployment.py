@@ -15,7 +15,19 @@ from app.settings import PROJECT_ROOT
 
 DEPLOY = PROJECT_ROOT / "deploy"
 PROFILES = ("latency", "throughput", "int8", "int4")
-METRIC = re.compile(r"(?<![\w:])(bill_assistant_[a-z0-9_]+|sglang:[a-z0-9_:]+|smg_[a-z0-9_]+)")
+METRIC = re.compile(r"(?<![\w:])(bill_assistant_[a-z0-9_]+|sglang:[a-z0-9_:]+|smg_[a-z0-9_]+|pgbouncer_[a-z0-9_]+)")
+# The pinned pgbouncer-exporter's pool metrics: the SHOW POOLS column each is read from (its collector.go,
+# metricMaps["pools"], at this tag). A new image tag means reading them again.
+PGBOUNCER_EXPORTER = "prometheuscommunity/pgbouncer-exporter:v0.12.1"
+PGBOUNCER_POOL_METRICS = {
+    "pgbouncer_pools_client_active_connections": "cl_active",
+    "pgbouncer_pools_client_waiting_connections": "cl_waiting",
+    "pgbouncer_pools_server_active_connections": "sv_active",
+    "pgbouncer_pools_server_idle_connections": "sv_idle",
+    "pgbouncer_pools_server_used_connections": "sv_used",
+    "pgbouncer_pools_server_login_connections": "sv_login",
+    "pgbouncer_pools_client_maxwait_seconds": "maxwait",
+}
 
 
 def compose() -> dict[str, Any]:
@@ -110,6 +122,14 @@ def nginx_upstream_servers(upstream: str = "bill_assistant") -> set[str]:
     block = re.search(r"upstream\s+" + upstream + r"\s*\{(.*?)\}", text, re.S)
     assert block is not None, f"no upstream {upstream} in nginx.conf"
     return set(re.findall(r"^\s*server\s+(\S+?)[\s;]", block.group(1), re.M))
+
+
+def nginx_location(path: str) -> str:
+    """The body of nginx.conf's `location <path> { ... }`."""
+    text = (DEPLOY / "nginx" / "nginx.conf").read_text()
+    block = re.search(r"location " + re.escape(path) + r" \{(.*?)\}", text, re.S)
+    assert block is not None, f"no location {path} in nginx.conf"
+    return block.group(1)
 
 
 def read(path: Path) -> str:

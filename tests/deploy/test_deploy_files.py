@@ -6,6 +6,7 @@ app defines (the SGLang and smg names are checked against their releases in test
 from __future__ import annotations
 
 import configparser
+import ipaddress
 import re
 
 from prometheus_client import REGISTRY
@@ -14,9 +15,11 @@ from sqlalchemy.engine import make_url
 import app.metrics  # noqa: F401  (registers the app's metrics)
 from app.domain.priority import SGLANG_PREEMPTION_THRESHOLD
 from app.domain.reasons import RULES
-from app.settings import PROJECT_ROOT
+from app.settings import PROJECT_ROOT, Settings
 from tests.deploy.deployment import (
     DEPLOY,
+    PGBOUNCER_EXPORTER,
+    PGBOUNCER_POOL_METRICS,
     PROFILES,
     alert_queries,
     alert_rules,
@@ -26,6 +29,7 @@ from tests.deploy.deployment import (
     dashboard,
     dashboard_queries,
     gateway_args,
+    nginx_location,
     nginx_upstream_servers,
     scrape_targets,
     services,
@@ -123,11 +127,9 @@ def test_replicas_reach_postgres_through_pgbouncer_in_transaction_mode() -> None
 
 
 def test_the_proxy_never_buffers_server_sent_events() -> None:
-    conf = (DEPLOY / "nginx" / "nginx.conf").read_text()
-    location = re.search(r"location / \{(.*?)\}", conf, re.S)
-    assert location is not None
-    assert re.search(r"^\s*proxy_buffering off;", location.group(1), re.M)
-    assert re.search(r"^\s*proxy_http_version 1\.1;", location.group(1), re.M)
+    location = nginx_location("/")
+    assert re.search(r"^\s*proxy_buffering off;", location, re.M)
+    assert re.search(r"^\s*proxy_http_version 1\.1;", location, re.M)
     assert "./deploy/nginx/nginx.conf:/etc/nginx/nginx.conf:ro" in compose()["services"]["proxy"]["volumes"]
 
 
@@ -217,3 +219,59 @@ def test_every_alert_links_to_its_runbook_section() -> None:
         link = rule["annotations"]["runbook"]
         assert link == f"docs/deploy.md#{rule['alert'].lower()}", rule["alert"]
         assert rule["alert"].lower() in anchors, f"no section `{rule['alert']}` in docs/deploy.md"
+
+
+def test_replicas_believe_forwarded_for_from_the_proxy_alone() -> None:
+    proxy = compose()["services"]["proxy"]
+    address = ipaddress.ip_address(proxy["networks"]["default"]["ipv4_address"])
+    [network] = compose()["networks"]["default"]["ipam"]["config"]
+    assert address in ipaddress.ip_network(network["subnet"])
+    assert address not in ipaddress.ip_network(network["ip_range"])  # never handed to another container
+    for name, replica in app_replicas().items():
+        env = {k: str(v) for k, v in replica["environment"].items() if "${" not in str(v)}
+        assert Settings.from_env(env | {"SESSION_SECRET": "s"}).forwarded_allow_ips == (f"{address}/32",), name
+    location = nginx_location("/")
+    assert re.search(r"^\s*proxy_set_header X-Forwarded-For \$remote_addr;", location, re.M)
+    assert re.search(r"^\s*proxy_set_header X-Real-IP \$remote_addr;", location, re.M)
+    directives = re.sub(r"#.*", "", (DEPLOY / "nginx" / "nginx.conf").read_text())
+    assert "$proxy_add_x_forwarded_for" not in directives  # appending passes a client's own claim on
+
+
+def test_metrics_are_never_public() -> None:
+    conf = (DEPLOY / "nginx" / "nginx.conf").read_text()
+    blocks = re.findall(r"location ~\* (\S+) \{ return 404; \}", conf)
+    for path in ("/metrics", "/metrics/", "/METRICS", "/metrics/x", "/Metrics?"):
+        assert any(re.match(block, path, re.I) for block in blocks), path
+    assert not re.search(r"location\s+=\s*/metrics", conf)  # the old, exact-only block
+    for name, service in compose()["services"].items():
+        token = service.get("environment", {}).get("METRICS_TOKEN")
+        if token is not None:
+            assert token.startswith("${METRICS_TOKEN:?"), f"{name} would run with an empty METRICS_TOKEN"
+    for name, replica in app_replicas().items():
+        assert replica["environment"]["BILL_ASSISTANT_ENV"] == "production", name
+
+
+def test_pgbouncer_pools_are_scraped_as_the_stats_user() -> None:
+    config = configparser.ConfigParser(inline_comment_prefixes=(";",), comment_prefixes=(";", "#"))
+    config.read_string((DEPLOY / "pgbouncer" / "pgbouncer.ini").read_text())
+    stats_user = config["pgbouncer"]["stats_users"]
+    assert "admin_users" not in config["pgbouncer"]  # nobody may pause, kill or reload
+    exporter = services("production")["pgbouncer-exporter"]
+    assert exporter["image"] == PGBOUNCER_EXPORTER
+    url = make_url(exporter["environment"]["PGBOUNCER_EXPORTER_CONNECTION_STRING"].strip())
+    assert (url.username, url.host, str(url.port), url.database) == (
+        stats_user,
+        "pgbouncer",
+        config["pgbouncer"]["listen_port"],
+        "pgbouncer",
+    )
+    assert url.password == "${PGBOUNCER_STATS_PASSWORD:?set PGBOUNCER_STATS_PASSWORD}"
+    bouncer = compose()["services"]["pgbouncer"]["environment"]
+    assert bouncer["PGBOUNCER_STATS_PASSWORD"] == url.password  # the auth file's, from the same variable
+    assert f'"{stats_user}" "%s"' in (DEPLOY / "pgbouncer" / "start.sh").read_text()
+    assert scrape_targets()["pgbouncer"] == {"pgbouncer-exporter:9127"}
+    used = {m for q in dashboard_queries() for m in q.metrics if m.startswith("pgbouncer_")}
+    assert "pgbouncer_pools_client_waiting_connections" in used
+    assert used <= PGBOUNCER_POOL_METRICS.keys()  # read from SHOW POOLS (tests/integration/test_pgbouncer_stats.py)
+    alerted = {m for q in alert_queries() for m in q.metrics if m.startswith("pgbouncer_")}
+    assert alerted <= {*PGBOUNCER_POOL_METRICS, "pgbouncer_up"}  # pgbouncer_up: the exporter's scrape of it

@@ -15,6 +15,7 @@ import httpx
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
+from structlog.testing import capture_logs
 
 import app.data.agents
 from app.api.app import create_app
@@ -230,3 +231,23 @@ async def test_parallel_guesses_from_one_client_check_no_more_than_its_limit(
         statuses = await asyncio.gather(*(sign_in(client, bank, name, WRONG) for name in names))
     assert statuses == [401] * 30
     assert checks.count == 7
+
+
+async def test_every_attempt_is_recorded_with_its_client_and_outcome(
+    serve: Callable[..., ThreadedServer], bank: str
+) -> None:
+    server = serve(SIGNIN_MAX_FAILURES="2", SIGNIN_CLIENT_ATTEMPTS="1000")
+    with capture_logs() as events:
+        async with browser(server, "127.0.0.27") as client:
+            for name, password in (("ana", WRONG), ("ana", WRONG), ("ana", PASSWORD), ("bo", PASSWORD)):
+                await sign_in(client, bank, name, password)
+    records = [e for e in events if e.get("event") == "console_signin"]
+    assert [(e["client"], e["tenant"], e["outcome"]) for e in records] == [
+        ("127.0.0.27", bank, "refused"),
+        ("127.0.0.27", bank, "refused"),
+        ("127.0.0.27", bank, "throttled"),  # ana's back-off: the right password, unchecked
+        ("127.0.0.27", bank, "signed_in"),
+    ]
+    assert [e["account"] for e in records] == [account_key(bank, "ana")] * 3 + [account_key(bank, "bo")]
+    assert [e["agent_id"] is None for e in records] == [True, True, True, False]
+    assert "ana" not in str(records)  # the username only as its digest

@@ -8,12 +8,14 @@ import sys
 from typing import Any
 
 import asyncpg
+import httpx
 from litestar.testing import AsyncTestClient
 from structlog.testing import capture_logs
 
 from app.api.app import create_app
 from app.settings import Settings
 from tests.factories import document
+from tests.servers import ThreadedServer
 
 SECRET_QUESTION = "Why is my bill higher? My PIN is 4821"
 
@@ -74,3 +76,21 @@ def test_a_library_record_with_a_driver_error_is_written_not_lost(database_url: 
     assert "is not currently accepting connections" in written["exception"]
     assert written["kind"] == "<class 'asyncpg.exceptions._base.PostgresError'>"
     assert not logging.getLogger("httpx").isEnabledFor(logging.INFO)
+
+
+async def test_each_request_names_its_client_as_the_trusted_proxy_reports_it(database_url: str) -> None:
+    """A peer's own address; from a trusted proxy (uvicorn's default: 127.0.0.1), the first hop from the
+    right that is not one; from anyone else, X-Forwarded-For changes nothing."""
+    server = ThreadedServer(create_app(Settings.from_env({"ENGINE": "off", "BATCH_WORKER": "0"}), database_url))
+    sent = [("127.0.0.31", {}), ("127.0.0.1", {"X-Forwarded-For": "6.6.6.6, 127.0.0.32"}),
+            ("127.0.0.33", {"X-Forwarded-For": "6.6.6.6"})]  # fmt: skip
+    try:
+        with capture_logs() as events:
+            for address, headers in sent:
+                transport = httpx.AsyncHTTPTransport(local_address=address)
+                async with httpx.AsyncClient(base_url=server.url, transport=transport) as http:
+                    assert (await http.get("/health", headers=headers)).status_code == 200
+    finally:
+        server.stop()
+    logged = [e["client"] for e in events if e.get("event") == "request"]
+    assert logged == ["127.0.0.31", "127.0.0.32", "127.0.0.33"]
