@@ -1,0 +1,55 @@
+"""Which statement summaries a change rebuilds (migration 0019): exactly those whose period holds a
+changed line, however far apart the changed lines are, and none for a data-version bump alone. A
+summary row that was not rebuilt keeps its row version (xmin)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from tests.factories import account, customer, document, statement, tx
+
+MONTHS = [f"2026-{m:02d}" for m in range(1, 7)]
+ENDS = ["31", "28", "31", "30", "31", "30"]
+
+
+async def _versions(engine: AsyncEngine, tenant_id: int) -> dict[str, str]:
+    """Each statement's period start: its summary's row version."""
+    query = text(
+        "SELECT s.period_start::text, ss.xmin::text FROM statement_summaries ss"
+        " JOIN statements s ON s.id = ss.statement_id WHERE s.tenant_id = :t ORDER BY 1"
+    )
+    async with engine.connect() as conn:
+        return dict((await conn.execute(query, {"t": tenant_id})).tuples().all())
+
+
+async def test_only_the_statements_holding_a_changed_line_are_rebuilt(
+    make_tenant: Any, load: Any, engine: AsyncEngine
+) -> None:
+    bank = await make_tenant()
+    statements = [statement(f"{m}-01", f"{m}-{end}", f"{m}-{end}") for m, end in zip(MONTHS, ENDS, strict=True)]
+    lines = [tx(f"T-{i}", f"{m}-10", "purchase", "10.00", "FreshMart") for i, m in enumerate(MONTHS)]
+    await load(document(bank.slug, [customer(accounts=[account(statements=statements, transactions=lines)])]))
+    before = await _versions(engine, bank.id)
+    async with engine.begin() as conn:  # January's and June's lines, in one statement
+        changed = text("UPDATE transactions SET amount = amount + 1 WHERE tenant_id = :t AND ref IN ('T-0', 'T-5')")
+        await conn.execute(changed, {"t": bank.id})
+    after = await _versions(engine, bank.id)
+    rebuilt = sorted(start for start in before if after[start] != before[start])
+    assert rebuilt == ["2026-01-01", "2026-06-01"]
+    async with engine.connect() as conn:
+        nets = text(
+            "SELECT ss.net::text FROM statement_summaries ss JOIN statements s ON s.id = ss.statement_id"
+            " WHERE s.tenant_id = :t ORDER BY s.period_start"
+        )
+        assert (await conn.execute(nets, {"t": bank.id})).scalars().all() == [
+            "11.00", "10.00", "10.00", "10.00", "10.00", "11.00"
+        ]  # fmt: skip
+
+    async with engine.begin() as conn:  # a bump of every statement's data version moves no period
+        await conn.execute(
+            text("UPDATE statements SET data_version = data_version + 1 WHERE tenant_id = :t"), {"t": bank.id}
+        )
+    assert await _versions(engine, bank.id) == after
