@@ -262,7 +262,8 @@ def render_handover(reason: str, locale: Locale, *, policy: TenantPolicy) -> str
 
 
 def render_notice(name: str, locale: Locale, /, **values: str | None) -> str:
-    """A conversation's other notices: `joined` (an agent took it), `back` (handed back to the assistant)."""
+    """A conversation's other notices: `joined` (an agent took it), `back` (handed back to the assistant),
+    `not_saved` (a turn that could not be recorded)."""
     return str(getattr(_conversation(locale), name)(**values))
 
 

@@ -18,6 +18,10 @@ import struct
 import threading
 from typing import Literal
 
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
+
 Mode = Literal["forward", "refuse", "hang", "too_many"]
 SSL_REQUEST = 80877103  # the code of the SSLRequest packet a client may send before its startup
 
@@ -118,3 +122,27 @@ class DatabaseProxy:
         finally:
             self._open.discard(upstream_writer)
             upstream_writer.transport.abort()
+
+
+def in_front_of(url: str) -> tuple[DatabaseProxy, str]:
+    """A proxy in front of the database at `url` (a server's port, or the embedded one's socket), and
+    the URL that reaches the database through it."""
+    parsed = make_url(url)
+    socket_dir = parsed.query.get("host")
+    if isinstance(socket_dir, str) and socket_dir.startswith("/"):
+        proxy = DatabaseProxy(f"{socket_dir}/.s.PGSQL.{parsed.port or 5432}")
+    else:
+        proxy = DatabaseProxy((parsed.host or "127.0.0.1", parsed.port or 5432))
+    through = parsed.set(host="127.0.0.1", port=proxy.port, query={}).render_as_string(hide_password=False)
+    return proxy, through
+
+
+async def waiting_on_a_lock(engine: AsyncEngine) -> bool:
+    """Whether a session of the database behind `engine` waits for a lock (a row another holds)."""
+    async with engine.connect() as conn:
+        waiting = await conn.scalar(
+            text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+        )
+    return bool(waiting)

@@ -82,18 +82,6 @@ class ChatController(Controller):
         else:
             thread = Thread(context=None, previous_question=None, unanswered=False)
         conversation_id = conversation.id if conversation else uuid.uuid4()
-        recorder = Recorder(
-            db=answers.db,
-            wakeups=wakeups(request),
-            conversation_id=conversation_id,
-            new=conversation is None,
-            principal=principal,
-            customer_ref=customer.customer_ref,
-            question=data.question,
-            account_ref=data.account_ref,
-            locale=data.locale or language_of(data.question) or "en",
-            thread=thread,
-        )
         ask = Ask(
             principal=principal,
             request=ExplanationRequest(
@@ -103,6 +91,20 @@ class ChatController(Controller):
             customer_ref=customer.customer_ref,
             today=date.today(),
             stopwatch=stopwatch(request.scope),
+            thread=thread,
+        )
+        recorder = Recorder(
+            db=answers.db,
+            wakeups=wakeups(request),
+            conversation_id=conversation_id,
+            new=conversation is None,
+            seen=conversation.last_seq if conversation else 0,
+            audit_id=ask.audit_id,
+            principal=principal,
+            customer_ref=customer.customer_ref,
+            question=data.question,
+            account_ref=data.account_ref,
+            locale=data.locale or language_of(data.question) or "en",
             thread=thread,
         )
         head = _event("conversation", {"conversation_id": conversation_id, "status": "bot"})

@@ -3,25 +3,37 @@ question with the assistant's answer recorded once the answer is audited (a hand
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+import structlog
 from litestar.response import ServerSentEventMessage
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.answers.schemas import ExplanationResponse
 from app.api.conversation_feed import Wakeups
 from app.api.event_stream import chat_facts
-from app.data import conversations
+from app.data import conversations, turns
+from app.data.database import connection
 from app.data.tenants import Principal
 from app.domain.claims import AnyClaim, Claim
 from app.domain.conversation import Thread, statement_key
 from app.domain.plan import same_claim
 from app.domain.understanding import Context
 from app.domain.vocabulary import ConversationStatus, Locale
+from app.errors import DatabaseUnavailable
 from app.metrics import HANDOVERS_BY
+from app.prompts import render_notice
+
+log = structlog.get_logger("bill_assistant.conversations")
+# A turn's write is tried again after these pauses (a database that drops connections, a failover);
+# then the customer is told, and its audit row is noted within NOTE_FOR_S, tried every NOTE_EVERY_S.
+RETRY_PAUSES_S = (0.25, 0.5, 1.0)
+NOTE_FOR_S, NOTE_EVERY_S = 600.0, 1.0
+_NOTING: set[asyncio.Task[None]] = set()  # the notes still to write (a task must be held to run)
 
 
 class ConversationOut(msgspec.Struct, frozen=True, kw_only=True):
@@ -78,12 +90,19 @@ def _stored(answer: ExplanationResponse, question: str, thread: Thread) -> dict[
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Recorder:
     """Records one turn once its answer is audited: the customer's question and the answer (with its
-    facts and what it was taken to be about), and the handover it asks for; in one transaction."""
+    facts and what it was taken to be about), and the handover it asks for; in one transaction.
+
+    The answer has been streamed by then, so a turn that cannot be written is never a stream that just
+    ends: the write is tried again while the database comes back (RETRY_PAUSES_S), and if it still
+    cannot be, the stream ends with an `error` event the widget shows ("may not have been saved"), and
+    the answer's audit row says so once the database answers (`answer.turn.recorded: false`)."""
 
     db: AsyncEngine
     wakeups: Wakeups
     conversation_id: uuid.UUID
     new: bool  # the conversation's first turn: its row is written with it
+    seen: int  # the conversation's last message when the question came (0: new)
+    audit_id: uuid.UUID  # this request's audit row
     principal: Principal
     customer_ref: str
     question: str
@@ -92,9 +111,33 @@ class Recorder:
     thread: Thread
 
     async def record(self, answer: ExplanationResponse) -> list[ServerSentEventMessage]:
-        cid = self.conversation_id
+        for attempt, pause in enumerate((*RETRY_PAUSES_S, None)):
+            try:
+                turn = await self._write(answer, retry=attempt > 0)
+            except DatabaseUnavailable:
+                if pause is None:
+                    break
+                await asyncio.sleep(pause)
+            except Exception:
+                log.exception("turn not recorded", conversation_id=str(self.conversation_id))
+                break
+            else:
+                self.wakeups.wake(self.conversation_id)
+                return [ServerSentEventMessage(msgspec.json.encode(turn).decode(), event="turn")]
+        log.error("turn not recorded", conversation_id=str(self.conversation_id), answer_id=answer.answer_id)
+        task = asyncio.get_running_loop().create_task(self._note(uuid.UUID(answer.answer_id)))
+        _NOTING.add(task)
+        task.add_done_callback(_NOTING.discard)
+        told = {"error": "turn_not_saved", "message": render_notice("not_saved", answer.locale)}
+        return [ServerSentEventMessage(msgspec.json.encode(told).decode(), event="error")]
+
+    async def _write(self, answer: ExplanationResponse, *, retry: bool) -> dict[str, Any]:
+        cid, answer_id = self.conversation_id, uuid.UUID(answer.answer_id)
         status: ConversationStatus = "bot"
-        async with self.db.begin() as conn:
+        async with connection(self.db, transaction=True) as conn:
+            # A try whose commit was made but not acknowledged: the turn is there already.
+            if retry and (done := await turns.recorded(conn, cid, answer_id, self.seen)) is not None:
+                return done
             if self.new:
                 await conversations.start(conn, cid, self.principal.tenant_id, self.customer_ref, self.locale)
             asked = await conversations.append(conn, cid, "customer", self.question, account_ref=self.account_ref)
@@ -104,7 +147,7 @@ class Recorder:
                 "assistant",
                 answer.explanation,
                 account_ref=answer.account_ref,
-                answer_id=uuid.UUID(answer.answer_id),
+                answer_id=answer_id,
                 facts=chat_facts(answer),
                 context=_stored(answer, self.question, self.thread),
                 choices=answer.choices,
@@ -112,6 +155,25 @@ class Recorder:
             if answer.handover is not None and await conversations.hand_over(conn, cid, answer.handover):
                 status = "waiting"
                 HANDOVERS_BY(self.principal.tenant_slug, answer.handover).inc()
-        self.wakeups.wake(cid)
-        turn = {"customer_seq": asked, "assistant_seq": answered, "status": status}
-        return [ServerSentEventMessage(msgspec.json.encode(turn).decode(), event="turn")]
+        return {"customer_seq": asked, "assistant_seq": answered, "status": status}
+
+    async def _note(self, answer_id: uuid.UUID) -> None:
+        """The audit row says the turn was not recorded, as soon as the database answers again."""
+        loop = asyncio.get_running_loop()
+        until, cid = loop.time() + NOTE_FOR_S, self.conversation_id
+        while True:
+            try:
+                async with connection(self.db, transaction=True) as conn:
+                    noted = await turns.note_unrecorded(conn, self.audit_id, cid, answer_id, self.seen)
+            except DatabaseUnavailable:
+                if loop.time() > until:
+                    log.error("turn not recorded, and not noted in its audit row", audit_id=str(self.audit_id))
+                    return
+                await asyncio.sleep(NOTE_EVERY_S)
+            else:
+                log.warning(
+                    "turn not recorded: noted in its audit row" if noted else "turn recorded after all",
+                    audit_id=str(self.audit_id),
+                    conversation_id=str(cid),
+                )
+                return

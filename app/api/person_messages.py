@@ -17,6 +17,7 @@ from app.api.conversation_feed import wakeups
 from app.api.customer_session import Customer
 from app.data import conversations
 from app.data.customers import customer_accounts
+from app.data.database import connection
 from app.domain.message_limits import MessageCaps, refusal
 from app.domain.priority import effective_level
 from app.errors import NotFound, Shed
@@ -46,7 +47,7 @@ async def to_person(
     """Stores the message (`conversation` and `turn` events), or refuses it: 429, 404."""
     principal = customer.principal
     await take_token(answers.scheduler, principal.tenant_slug, principal.limits, level_of(customer))
-    async with answers.db.begin() as conn:
+    async with connection(answers.db, transaction=True) as conn:
         # The row is held while its messages are counted: two messages at once cannot both take the last place.
         found = await conversations.find(conn, principal.tenant_id, conversation_id, customer.customer_ref, lock=True)
         if found is None:

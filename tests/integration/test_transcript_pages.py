@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.api.app import create_app
 from app.data import conversations
 from app.data.agents import create_agent
+from app.domain.vocabulary import Role
 from app.settings import Settings
 from tests.factories import customer, document
 from tests.servers import ThreadedServer
@@ -36,7 +37,7 @@ async def _long_conversation(engine: AsyncEngine, tenant_id: int) -> uuid.UUID:
     async with engine.begin() as conn:
         await conversations.start(conn, cid, tenant_id, "C-1001", "en")
         for n in range(1, COUNT + 1):
-            role = "customer" if n % 2 else "agent"
+            role: Role = "customer" if n % 2 else "agent"
             await conversations.append(conn, cid, role, _text(n), account_ref="A-1" if role == "customer" else None)
     return cid
 

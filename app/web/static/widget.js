@@ -12,7 +12,8 @@
  * statement facts it was answered from, which arrive first: a `facts` event, formatted by the server),
  * agents' replies and the service's notices. An answer's text streams in as `delta` events, a
  * `replace` event swaps in the verified answer, `final` is the answer as audited (with the choices of
- * a clarifying question, or the handover to an agent), `turn` gives the messages' numbers. The
+ * a clarifying question, or the handover to an agent), `turn` gives the messages' numbers (or `error`,
+ * in the customer's language, says the turn may not have been saved: asking again is safe). The
  * conversation's id is kept in sessionStorage (per customer), so a reload restores the transcript
  * (GET /v1/chat/conversations/{id}); its live feed (…/events, read with fetch: EventSource cannot send
  * the bearer token) brings an agent's replies as they are written. It renders in a shadow root, so
@@ -631,6 +632,8 @@
           if (name === "conversation") {
             adopt(data.conversation_id);
             if (data.status !== state) setState(data.status);
+          } else if (name === "error") { // the answer stands, but its turn was not recorded: say so
+            showError(data.message || t.failed);
           } else if (!reply) {
             if (name === "turn") {
               known(data.customer_seq, mine);

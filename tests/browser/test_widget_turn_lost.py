@@ -1,0 +1,80 @@
+"""The widget says so when a turn could not be saved (issue 34, item 5): the answer stays on the screen,
+and the alert below the transcript says, in the customer's language, that the message may not have
+been saved. The database goes away after the answer was audited and while its turn is being written:
+the write waits on the conversation's row (held here), then the proxy cuts every connection."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.async_api import Page, expect
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.api.app import create_app
+from app.data import conversations
+from app.prompts import render_notice
+from app.settings import Settings
+from tests.db_proxy import DatabaseProxy, in_front_of, waiting_on_a_lock
+from tests.factories import customer, document
+from tests.servers import ThreadedServer
+from tests.waiting import until
+
+ENV = {"ENGINE": "off", "DEMO_PAGE": "1", "API_KEY_CACHE_TTL": "0", "BATCH_WORKER": "0"}
+
+
+@pytest.fixture
+def proxy(database_url: str) -> Iterator[tuple[DatabaseProxy, str]]:
+    running, through = in_front_of(database_url)
+    yield running, through
+    running.close()
+
+
+async def _conversation_of(engine: AsyncEngine, tenant_id: int) -> uuid.UUID | None:
+    async with engine.connect() as conn:
+        found: uuid.UUID | None = await conn.scalar(
+            text("SELECT id FROM conversations WHERE tenant_id = :t AND last_seq = 2"), {"t": tenant_id}
+        )
+    return found
+
+
+async def test_the_widget_says_a_turn_may_not_have_been_saved(
+    page: Page, make_tenant: Any, load: Any, engine: AsyncEngine, proxy: tuple[DatabaseProxy, str]
+) -> None:
+    tenant = await make_tenant("interactive")
+    await load(document(tenant.slug, [customer()]))
+    cut, through = proxy
+    server = ThreadedServer(create_app(Settings.from_env(ENV), through))
+    lock = await engine.connect()
+    try:
+        await page.goto(f"{server.url}/demo?bank={tenant.slug}&customer=C-1001")
+        await expect(page.get_by_label("Card")).to_have_value("A-1")
+        await page.get_by_role("button", name="Why is my bill higher than last month?").click()
+        await expect(page.get_by_role("status")).to_have_text("Answer ready.")
+
+        async def recorded() -> bool:
+            return await _conversation_of(engine, tenant.id) is not None
+
+        await until("the first turn to be recorded", recorded)
+        cid = await _conversation_of(engine, tenant.id)
+        assert cid is not None
+
+        await lock.begin()
+        assert await conversations.find(lock, tenant.id, cid, lock=True) is not None
+        await page.get_by_label("Your question").fill("Did my payment arrive?")
+        await page.get_by_role("button", name="Send").click()
+        await until("the second turn's write to wait on the conversation", lambda: waiting_on_a_lock(engine))
+        cut.set("refuse")
+
+        alert = page.get_by_role("alert")
+        await expect(alert).to_have_text(render_notice("not_saved", "en"), timeout=15_000)
+        await expect(alert).to_be_visible()
+        assert await page.locator(".msg.assistant").count() == 2  # the answer stays on the screen
+    finally:
+        await lock.rollback()
+        await lock.close()
+        cut.set("forward")
+        server.stop()
