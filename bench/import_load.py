@@ -6,8 +6,9 @@ Writes a bank's export as CSV (customers, accounts, twelve monthly statements pe
 --transactions lines spread over them), then runs the real command in a child process against a
 scratch database: the first load, the same files again (the last load's files with nothing written
 since: answered from the load's record), the same once more with --force (loaded in full: staged,
-checked and compared, nothing written), a nightly file (1% of the transaction lines changed, 1%
-added, the rest as before), and for comparison the JSON importer on the first
+checked and compared, nothing written), two nightly files (as many transaction lines as 1% of
+the file changed and 1% added, the rest as before: anywhere in the year, then only in the last
+statement period, a month-to-date file), and for comparison the JSON importer on the first
 --json-accounts accounts (also as its own command).
 Printed: seconds, transaction rows per second and the command's peak memory (max RSS) per run, and the
 re-load's time against the first load's.
@@ -77,20 +78,33 @@ def write_export(folder: Path, accounts: int, transactions: int, seed: int = 11)
     return files
 
 
-def write_nightly(files: dict[str, Path], folder: Path, share: float = 0.01, seed: int = 13) -> dict[str, Path]:
-    """The same export a night later: `share` of the transaction lines changed (their amount) and as
-    many new ones added; every other file, and every other line, as it was."""
-    rng = random.Random(seed)
-    nightly = {**files, "transactions": folder / "transactions-nightly.csv"}
+def write_nightly(files: dict[str, Path], folder: Path, *, recent: bool, share: float = 0.01) -> dict[str, Path]:
+    """The export a night after `files`: as many lines as `share` of the file changed (their amount)
+    and as many new ones added; every other file, and every other line, as it was. `recent`: a
+    month-to-date file, whose changed and new lines are all in the last statement period; else
+    they are anywhere in the year."""
+    rng, last_period = random.Random(13 + recent), _periods()[-1][0].isoformat()
+    nightly = {**files, "transactions": folder / f"transactions-nightly-{'recent' if recent else 'anywhere'}.csv"}
+    with files["transactions"].open(newline="") as src:  # streamed twice: the bench's memory stays small
+        reader = csv.reader(src)
+        next(reader)
+        candidates, lines = [], 0
+        for i, row in enumerate(reader):
+            lines += 1
+            if not recent or row[2] >= last_period:
+                candidates.append(i)
+    count = round(share * lines)
+    changed, copied = set(rng.sample(candidates, count)), set(rng.sample(candidates, count))
+    new = "M" if recent else "N"
     with files["transactions"].open(newline="") as src, nightly["transactions"].open("w", newline="") as out:
         reader, writer = csv.reader(src), csv.writer(out)
         writer.writerow(next(reader))
         added: list[list[str]] = []
-        for row in reader:
-            if rng.random() < share:
+        for i, row in enumerate(reader):
+            if i in changed:
                 row[4] = f"{rng.randint(100, 50000) / 100:.2f}"
-            if rng.random() < share:
-                added.append([row[0], f"N{len(added)}", *row[2:]])
+            if i in copied:
+                added.append([row[0], f"{new}{len(added)}", *row[2:]])
             writer.writerow(row)
         writer.writerows(added)
     return nightly
@@ -160,11 +174,13 @@ def main(argv: list[str] | None = None) -> None:
         for label, extra in runs:
             seconds, memory = _run([*csv_args, *extra], env)
             rows.append((label, args.transactions, seconds, memory))
-        nightly = write_nightly(files, folder)
-        seconds, memory = _run(
-            ["import", "--tenant", "bulk", *(a for name, p in nightly.items() for a in (f"--{name}", str(p)))], env
-        )
-        rows.append(("CSV nightly (1%+1%)", args.transactions, seconds, memory))
+        nightly = files
+        for label, recent in (("CSV nightly, anywhere", False), ("CSV nightly, this month", True)):
+            nightly = write_nightly(nightly, folder, recent=recent)  # a night after the last load
+            seconds, memory = _run(
+                ["import", "--tenant", "bulk", *(a for name, p in nightly.items() for a in (f"--{name}", str(p)))], env
+            )
+            rows.append((label, args.transactions, seconds, memory))
         if args.json_accounts:
             _run(["tenants", "create", "bulkjson", "--name", "Bulk Bank (JSON)"], env)
             doc = folder / "export.json"
@@ -177,4 +193,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{label:<22} {count:>12,} {seconds:>8.1f} {count / seconds:>9,.0f} {memory:>9.0f}")
     full = rows[2][2] / rows[0][2]
     print(f"unchanged re-load / first load: {rows[1][2] / rows[0][2]:.1%} (loaded in full: {full:.1%})")
-    print(f"nightly (1% changed, 1% added) / first load: {rows[3][2] / rows[0][2]:.1%}")
+    print(
+        f"nightly (1% changed, 1% added) / first load: anywhere in the year {rows[3][2] / rows[0][2]:.1%},"
+        f" this month only {rows[4][2] / rows[0][2]:.1%}"
+    )

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import copy
+import csv
+from pathlib import Path
 from typing import Any
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.data.csv_format import TABLES
 from app.data.import_format import parse
 from app.data.importer import ImportReport, import_file
 
@@ -40,6 +43,26 @@ def customer(ref: str = "C-1001", locale: str = "en", accounts: list[Any] | None
 def document(tenant: str, customers: list[Any] | None = None) -> dict[str, Any]:
     # A deep copy: tests edit documents, and the module-level stories must stay as they are.
     return copy.deepcopy({"tenant": tenant, "customers": customers or [customer()]})
+
+
+def write_csv(doc: dict[str, Any], folder: Path) -> dict[str, Path]:
+    """A JSON import document as the four CSV files."""
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLES}
+    for c in doc["customers"]:
+        rows["customers"].append({"ref": c["ref"], "name": c["name"], "locale": c["locale"]})
+        for a in c["accounts"]:
+            plain = {k: v for k, v in a.items() if k not in ("statements", "transactions")}
+            rows["accounts"].append({**plain, "customer_ref": c["ref"]})
+            rows["statements"] += [{"account_ref": a["ref"], **s} for s in a["statements"]]
+            rows["transactions"] += [{"account_ref": a["ref"], **t} for t in a["transactions"]]  # a test may move one
+    files = {}
+    for name, table in TABLES.items():
+        files[name] = folder / f"{name}.csv"
+        with files[name].open("w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(reversed(table.columns)))  # any column order
+            writer.writeheader()
+            writer.writerows(rows[name])
+    return files
 
 
 async def import_document(conn: AsyncConnection, doc: dict[str, Any]) -> ImportReport:

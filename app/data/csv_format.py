@@ -79,6 +79,10 @@ class Table:
     keys: tuple[str, ...]
     values: tuple[str, ...]
     parents: tuple[str, str] | None = None  # (column, table): the stored or staged parent a row names
+    # A staged row (s) identical, as text, to a stored row of the tenant: `same` joins what it reads
+    # in USING and tests it in WHERE. A load keeps only the rows that differ, so a nightly file costs
+    # what changed (the big table only).
+    same: tuple[str, str] | None = None
 
     def merge(self) -> str:
         """Changed rows updated, new ones inserted, identical ones left alone (no new row version,
@@ -190,5 +194,11 @@ TRANSACTIONS = Table(
     ("tenant_id", "account_id", "ref"),
     ("posted_on", "kind", "amount", "merchant", "category", "description"),
     parents=("account_ref", "accounts"),
+    same=(
+        "transactions t JOIN accounts a ON a.id = t.account_id",
+        "t.tenant_id = :tenant_id AND a.ref = s.account_ref AND t.ref = s.ref AND (CAST(t.posted_on AS text),"
+        " t.kind, CAST(t.amount AS text), t.merchant, t.category, t.description) IS NOT DISTINCT FROM"
+        " (s.posted_on, s.kind, s.amount, s.merchant, s.category, s.description)",
+    ),
 )
 TABLES = {t.name: t for t in (CUSTOMERS, ACCOUNTS, STATEMENTS, TRANSACTIONS)}  # in the order they load

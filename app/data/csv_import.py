@@ -34,6 +34,12 @@ _TOUCHED = Statement(
 Progress = Callable[[str, bytes], None]  # each chunk of a file as it is sent (the file's table name)
 
 
+def _line(error: str) -> tuple[int, str]:
+    """An error's place, to order the errors of one file by line ("line 12, column ref: ...")."""
+    number = re.match(r"line (\d+)", error)
+    return (int(number[1]) if number else 0, error)
+
+
 async def _chunks(path: Path, name: str, progress: Progress) -> AsyncIterator[bytes]:
     with path.open("rb") as f:
         while chunk := f.read(CHUNK):
@@ -56,7 +62,8 @@ def _header(path: Path, table: Table) -> list[str]:
     return columns
 
 
-async def _stage(raw: asyncpg.Connection, table: Table, path: Path, progress: Progress) -> None:
+async def _stage(raw: asyncpg.Connection, table: Table, path: Path, progress: Progress) -> int:
+    """The file in a temporary table, its rows counted."""
     columns = _header(path, table)
     cols = ", ".join(f"{c} text" for c in table.columns)
     # line: the row's line in the file (rows arrive in order; the header is line 1).
@@ -65,7 +72,7 @@ async def _stage(raw: asyncpg.Connection, table: Table, path: Path, progress: Pr
         "ON COMMIT DROP"
     )
     try:
-        await raw.copy_to_table(
+        copied = await raw.copy_to_table(
             f"stage_{table.name}",
             source=_chunks(path, table.name, progress),
             columns=columns,
@@ -78,9 +85,42 @@ async def _stage(raw: asyncpg.Connection, table: Table, path: Path, progress: Pr
     # Temporary tables are never analyzed on their own; without statistics the merge's join to the
     # parents is planned as a nested loop (seconds per 100,000 rows instead of milliseconds).
     await raw.execute(f"ANALYZE stage_{table.name}")
+    return int(copied.split()[-1])  # "COPY <rows>"
 
 
-async def _errors(raw: asyncpg.Connection, table: Table, tenant: int, staged: set[str]) -> list[str]:
+async def _keep_what_differs(raw: asyncpg.Connection, table: Table, tenant: int) -> None:
+    """Drop the staged rows identical, as text, to a stored row of the tenant: they were checked
+    when they were loaded and would write nothing. What is left (a nightly file's changed and new
+    lines) is all the checks and the merge read. A row written otherwise (12.5 for 12.50) stays,
+    and merges as unchanged."""
+    assert table.same is not None
+    stored, condition = table.same
+    stage = f"stage_{table.name}"
+    # Copied out rather than deleted in place: what reads it next scans the changed rows only.
+    differs = Statement(
+        f"CREATE TEMP TABLE {stage}_differs ON COMMIT DROP AS SELECT s.* FROM {stage} s "
+        f"WHERE NOT EXISTS (SELECT FROM {stored} WHERE {condition})"
+    )
+    await raw.execute(differs.sql, *differs.args({"tenant_id": tenant}))
+    await raw.execute(f"DROP TABLE {stage}")
+    await raw.execute(f"ALTER TABLE {stage}_differs RENAME TO {stage}")
+    await raw.execute(f"ANALYZE {stage}")
+
+
+async def _repeats(raw: asyncpg.Connection, table: Table) -> list[str]:
+    """Rows of the whole file that repeat an earlier row's key: asked before the file is narrowed."""
+    key = ", ".join(table.file_key)
+    rows = await raw.fetch(  # a hash aggregate of the keys: cheaper than sorting the file for a window
+        f"SELECT s.line, d.first FROM stage_{table.name} s JOIN (SELECT {key}, min(line) AS first FROM "
+        f"stage_{table.name} GROUP BY {key} HAVING count(*) > 1) d USING ({key}) WHERE s.line <> d.first "
+        f"ORDER BY s.line LIMIT {MAX_ERRORS}"
+    )
+    return [f"line {r['line']}, column {table.file_key[-1]}: repeats the row of line {r['first']}" for r in rows]
+
+
+async def _errors(
+    raw: asyncpg.Connection, table: Table, tenant: int, staged: set[str], *, repeats: bool = True
+) -> list[str]:
     stage = f"stage_{table.name}"
     key = ", ".join(table.file_key)
     # A row's first failed check of its own, in one scan of the file (CASE stops at the first).
@@ -89,10 +129,11 @@ async def _errors(raw: asyncpg.Connection, table: Table, tenant: int, staged: se
         "SELECT line, split_part(problem, '|', 1) AS col, split_part(problem, '|', 2) AS message FROM "
         f"(SELECT line, CASE {first} END AS problem FROM {stage}) p WHERE problem IS NOT NULL"
     ]
-    parts.append(
-        f"SELECT line, '{table.file_key[-1]}', 'repeats the row of line ' || first FROM "
-        f"(SELECT line, min(line) OVER (PARTITION BY {key}) AS first FROM {stage}) d WHERE line <> first"
-    )
+    if repeats:
+        parts.append(
+            f"SELECT line, '{table.file_key[-1]}', 'repeats the row of line ' || first FROM "
+            f"(SELECT line, min(line) OVER (PARTITION BY {key}) AS first FROM {stage}) d WHERE line <> first"
+        )
     if table.parents:
         col, parent = table.parents
         in_file = f" AND NOT EXISTS (SELECT FROM stage_{parent} p WHERE p.ref = s.{col})" if parent in staged else ""
@@ -128,20 +169,24 @@ async def load_csv(
     if not force and (last := await bulk_loads.unchanged(raw, tenant, files_digest)) is not None:
         counts = {name: Counts(unchanged=n) for name, n in last.items()}
         return ImportReport(tenant=tenant_slug, tables=counts, same_as_last_load=True)
-    for table in tables:
-        await _stage(raw, table, files[table.name], progress)
+    rows = {table.name: await _stage(raw, table, files[table.name], progress) for table in tables}
     problems = []
     for table in tables:
-        errors = await _errors(raw, table, tenant, set(files))
-        problems += [f"{files[table.name].name}: {e}" for e in errors]
+        errors = []
+        if table.same is not None:
+            errors = await _repeats(raw, table)
+            await _keep_what_differs(raw, table, tenant)
+        errors = sorted(errors + await _errors(raw, table, tenant, set(files), repeats=table.same is None), key=_line)
+        problems += [f"{files[table.name].name}: {e}" for e in errors[:MAX_ERRORS]]
     if problems:
         raise ImportRejected("\n".join(problems))
     report = ImportReport(tenant=tenant_slug)
     changed = []
     for table in tables:
         merge = Statement(table.merge())
-        created, updated, staged = await raw.fetchrow(merge.sql, *merge.args({"tenant_id": tenant}))
-        report.tables[table.name] = Counts(created=created, updated=updated, unchanged=staged - created - updated)
+        created, updated, _ = await raw.fetchrow(merge.sql, *merge.args({"tenant_id": tenant}))
+        unchanged = rows[table.name] - created - updated
+        report.tables[table.name] = Counts(created=created, updated=updated, unchanged=unchanged)
         if created or updated:
             changed.append(table.name)
             if table is not tables[-1]:  # the next table's merge joins this one: plan it with what is there now

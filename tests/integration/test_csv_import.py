@@ -3,7 +3,6 @@ and every rejected row named by file, line and column."""
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Any
 
@@ -15,28 +14,8 @@ from app.data.csv_format import TABLES
 from app.data.csv_import import load_csv
 from app.data.importer import ImportReport
 from app.errors import ImportRejected
-from tests.factories import customer, document
+from tests.factories import customer, document, write_csv
 from tests.integration.test_import import snapshot
-
-
-def write_csv(doc: dict[str, Any], folder: Path) -> dict[str, Path]:
-    """A JSON import document as the four CSV files."""
-    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in TABLES}
-    for c in doc["customers"]:
-        rows["customers"].append({"ref": c["ref"], "name": c["name"], "locale": c["locale"]})
-        for a in c["accounts"]:
-            plain = {k: v for k, v in a.items() if k not in ("statements", "transactions")}
-            rows["accounts"].append({**plain, "customer_ref": c["ref"]})
-            rows["statements"] += [{"account_ref": a["ref"], **s} for s in a["statements"]]
-            rows["transactions"] += [{"account_ref": a["ref"], **t} for t in a["transactions"]]  # a test may move one
-    files = {}
-    for name, table in TABLES.items():
-        files[name] = folder / f"{name}.csv"
-        with files[name].open("w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(reversed(table.columns)))  # any column order
-            writer.writeheader()
-            writer.writerows(rows[name])
-    return files
 
 
 async def load_files(engine: AsyncEngine, tenant: str, files: dict[str, Path], *, force: bool = False) -> ImportReport:

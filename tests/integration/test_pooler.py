@@ -32,9 +32,8 @@ from app.cli import main
 from app.data.agents import create_agent
 from app.data.tenants import set_limits
 from app.settings import Settings, get_settings
-from tests.factories import account, customer, document
+from tests.factories import account, customer, document, write_csv
 from tests.fakes.sglang_server import RunningFake, Script
-from tests.integration.test_csv_import import write_csv
 from tests.plans import GOOD
 from tests.servers import ThreadedServer, free_port
 

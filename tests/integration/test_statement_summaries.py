@@ -22,8 +22,7 @@ from app.data.tenants import create_tenant
 from app.domain.facts import nameable, totals
 from app.domain.money import ZERO, signed
 from app.domain.records import Line, Total
-from tests.factories import account, customer, document, import_document, statement
-from tests.integration.test_csv_import import write_csv
+from tests.factories import account, customer, document, import_document, statement, write_csv
 
 PERIODS = [("2026-08-01", "2026-08-31"), ("2026-09-01", "2026-09-30"), ("2026-10-01", "2026-10-31")]
 # Labels that Python's strip() and the SQL btrim() must read alike, and fees named by description.
