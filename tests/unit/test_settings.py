@@ -60,6 +60,8 @@ def test_defaults() -> None:
         conversation_messages_per_minute=10,
         conversation_unanswered_max=20,
         conversation_unanswered_chars=8000,
+        environment="development",
+        forwarded_allow_ips=("127.0.0.1/32", "::1/128"),
         session_secret="",
         session_ttl_s=900.0,
         console_session_ttl_s=28800.0,
