@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.api.app import create_app
 from app.data import conversations
+from app.domain.vocabulary import Locale
 from app.prompts import render_notice
 from app.settings import Settings
 from tests.chat_streams import sse
@@ -30,6 +31,8 @@ from tests.waiting import until
 ENV = {"ENGINE": "off", "SESSION_SECRET": "s" * 32, "API_KEY_CACHE_TTL": "0", "BATCH_WORKER": "0"}
 FIRST = {"account_ref": "A-1", "question": "Why is my bill higher than last month?", "as_of": "2026-11-10"}
 SECOND = {"account_ref": "A-1", "question": "Did my payment arrive?", "as_of": "2026-11-10"}
+# The notice is in the answer's language: the question's.
+SECOND_ZH = {"account_ref": "A-1", "question": "我的还款到账了吗？", "as_of": "2026-11-10"}
 
 
 @asynccontextmanager
@@ -64,7 +67,7 @@ async def _held(engine: AsyncEngine, tenant_id: int, cid: uuid.UUID) -> AsyncCon
 
 
 async def _second_turn_held(
-    client: httpx.AsyncClient, engine: AsyncEngine, tenant: Any
+    client: httpx.AsyncClient, engine: AsyncEngine, tenant: Any, second: dict[str, str] = SECOND
 ) -> tuple[asyncio.Task[Any], AsyncConnection, uuid.UUID, dict[str, str]]:
     """A first turn written as usual; a second one answered and audited, its turn's write waiting."""
     session = await client.post(
@@ -75,19 +78,26 @@ async def _second_turn_held(
     cid = uuid.UUID(first["conversation"]["conversation_id"])
     assert first["turn"]["assistant_seq"] == 2
     lock = await _held(engine, tenant.id, cid)
-    asked = asyncio.create_task(client.post("/v1/chat", json=SECOND | {"conversation_id": str(cid)}, headers=auth))
+    asked = asyncio.create_task(client.post("/v1/chat", json=second | {"conversation_id": str(cid)}, headers=auth))
     await until("the turn's write to wait on the conversation's row", lambda: waiting_on_a_lock(engine))
     return asked, lock, cid, auth
 
 
+@pytest.mark.parametrize(("second", "locale"), [(SECOND, "en"), (SECOND_ZH, "zh-CN")])
 async def test_a_turn_that_cannot_be_written_ends_the_stream_with_an_error_and_its_audit_row_says_so(
-    database_url: str, make_tenant: Any, load: Any, engine: AsyncEngine, proxy: tuple[DatabaseProxy, str]
+    database_url: str,
+    make_tenant: Any,
+    load: Any,
+    engine: AsyncEngine,
+    proxy: tuple[DatabaseProxy, str],
+    second: dict[str, str],
+    locale: Locale,
 ) -> None:
     tenant = await make_tenant("interactive")
     await load(document(tenant.slug, [customer()]))
     cut, through = proxy
     async with _serving(through) as client:
-        asked, lock, cid, _ = await _second_turn_held(client, engine, tenant)
+        asked, lock, cid, _ = await _second_turn_held(client, engine, tenant, second)
         cut.set("refuse")  # every connection of the app cut, new ones refused
         try:
             response = await asyncio.wait_for(asked, 30)
@@ -100,7 +110,8 @@ async def test_a_turn_that_cannot_be_written_ends_the_stream_with_an_error_and_i
         assert names[-2:] == ["final", "error"]
         assert "turn" not in names
         final, told = events[-2][1], events[-1][1]
-        assert told == {"error": "turn_not_saved", "message": render_notice("not_saved", "en")}
+        assert final["locale"] == locale
+        assert told == {"error": "turn_not_saved", "message": render_notice("not_saved", locale)}
         assert final["explanation"]
 
         cut.set("forward")  # the database is back: the audit row says the turn was not recorded
