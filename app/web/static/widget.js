@@ -71,6 +71,7 @@
       notFound: "We could not find that card.",
       invalid: "Please check your question: {m}",
       failed: "Something went wrong on our side. Please try again.",
+      earlier: "Earlier messages",
     },
     "zh-CN": {
       title: "账单问题",
@@ -116,6 +117,7 @@
       notFound: "没有找到这张卡片。",
       invalid: "请检查您的问题：{m}",
       failed: "我们这边出了点问题，请稍后再试。",
+      earlier: "更早的消息",
     },
   };
 
@@ -144,6 +146,7 @@
     .log { max-height: min(65vh, 34rem); overflow-y: auto; display: flex; flex-direction: column; gap: .6rem;
            padding: .25rem .1rem; overscroll-behavior: contain; }
     .log:empty { display: none; }
+    .log .earlier { align-self: center; border: 1px solid #8c959f; background: #f6f8fa; padding: .3rem .7rem; }
     .msg { max-width: 92%; padding: .55rem .8rem; border-radius: 12px; overflow-wrap: anywhere; }
     .msg.customer { align-self: flex-end; background: #0b5cad; color: #fff; border-bottom-right-radius: 4px; white-space: pre-wrap; }
     .msg.assistant { align-self: flex-start; background: #f3f5f8; border-bottom-left-radius: 4px; }
@@ -530,6 +533,34 @@
       }
     }
 
+    /* A restored transcript is its latest page; earlier pages are put above it on request. */
+    const earlierButton = element("button", { type: "button", class: "earlier", hidden: "" }, t.earlier);
+    let earlierBefore = null;
+    earlierButton.addEventListener("click", async () => {
+      if (!earlierBefore || !conversationId) return;
+      const url = `${endpoint}/v1/chat/conversations/${encodeURIComponent(conversationId)}?before=${earlierBefore}`;
+      try {
+        const response = await fetch(url, { headers: auth });
+        if (!response.ok) return showError(await refusal(response));
+        const page = await response.json();
+        const top = earlierButton.nextSibling;
+        const from = log.childElementCount;
+        log.setAttribute("aria-live", "off");
+        for (const m of page.messages) showMessage(m); // appended, then moved above what was shown
+        for (const node of [...log.children].slice(from)) log.insertBefore(node, top);
+        setTimeout(() => log.setAttribute("aria-live", "polite"), 0);
+        showEarlier(page.earlier);
+      } catch {
+        showError(t.network);
+      }
+    });
+
+    function showEarlier(before) {
+      earlierBefore = before ?? null;
+      earlierButton.hidden = !earlierBefore;
+      if (earlierBefore) log.prepend(earlierButton);
+    }
+
     async function restore() {
       const id = store.get(key);
       if (!id) return;
@@ -542,6 +573,7 @@
         if (conversationId || inFlight || log.childElementCount) return; // the customer was quicker
         log.setAttribute("aria-live", "off"); // the restored transcript is not read out again
         for (const m of conversation.messages) showMessage(m);
+        showEarlier(conversation.earlier);
         setTimeout(() => log.setAttribute("aria-live", "polite"), 0);
         setQuick([]);
         const last = conversation.messages[conversation.messages.length - 1];
