@@ -57,7 +57,15 @@ async def test_a_server_holds_no_more_connections_than_its_budget(scratch: tuple
     port = free_port()
     # No engine: answers take milliseconds, so the load is all database work (the ledger's pool
     # opens its first connection at start all the same); every request looks its key up.
-    env = {"DATABASE_URL": url, "ENGINE": "off", "API_KEY_CACHE_TTL": "0", "MAX_IN_FLIGHT": "1000"}
+    # LOG_LEVEL=WARNING: the output is read only at the end; 180 request lines would fill the pipe
+    # (64 KiB) and block the server's logging, and with it the server.
+    env = {
+        "DATABASE_URL": url,
+        "ENGINE": "off",
+        "API_KEY_CACHE_TTL": "0",
+        "MAX_IN_FLIGHT": "1000",
+        "LOG_LEVEL": "WARNING",
+    }
     proc = start_service(port, "--workers", "2", **env, **BUDGET, BATCH_POLL_S="0.05", METRICS_TOKEN="")
     counter = create_async_engine(_admin_url(), isolation_level="AUTOCOMMIT", pool_size=1)
     count = text("SELECT count(*) FROM pg_stat_activity WHERE datname = :db")
