@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 
 import msgspec
+import structlog
 from litestar import Request
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
@@ -19,7 +20,10 @@ from app.answers.schemas import ChatFacts, DriverLine, ExplanationResponse, Fact
 from app.api.disconnect import until_disconnect
 from app.api.request_log import request_state
 from app.domain.formatting import day, money
-from app.prompts import phrases
+from app.errors import DatabaseUnavailable
+from app.prompts import phrases, render_notice
+
+log = structlog.get_logger("bill_assistant.chat")
 
 # No proxy or browser may buffer or keep the stream.
 STREAM_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
@@ -83,13 +87,22 @@ async def _messages(
     for message in head:
         yield message
     yield _message(first)
-    async for event in rest:
-        yield _message(event)
-        if isinstance(event, Final):
-            extra = request_state(request.scope).setdefault("log_extra", {})
-            extra.update(intent=event.answer.intent, source=event.answer.source)
-            for message in await after_final(event.answer) if after_final else ():
-                yield message
+    try:
+        async for event in rest:
+            yield _message(event)
+            if isinstance(event, Final):
+                extra = request_state(request.scope).setdefault("log_extra", {})
+                extra.update(intent=event.answer.intent, source=event.answer.source)
+                for message in await after_final(event.answer) if after_final else ():
+                    yield message
+    except DatabaseUnavailable:
+        # The answer was shown but could not be audited: say so, rather than break off the stream
+        # (which a widget reads as a lost connection). Its language is the facts' (the answer's).
+        assert isinstance(first, Facts)
+        log.warning("answer not saved: the database went away after its text was sent")
+        told = {"error": "answer_not_saved", "message": render_notice("not_saved", first.answer.locale)}
+        yield ServerSentEventMessage(msgspec.json.encode(told).decode(), event="error")
+        return
     for message in tail:
         yield message
 

@@ -659,13 +659,15 @@
           return showError(await refusal(response));
         }
         let final = null;
+        let told = false; // an `error` event explained the end of the stream
         for await (const { name, data } of readEvents(response)) {
           started = true;
           if (name === "conversation") {
             adopt(data.conversation_id);
             if (data.status !== state) setState(data.status);
-          } else if (name === "error") { // the answer stands, but its turn was not recorded: say so
+          } else if (name === "error") { // the answer was not saved, or its turn not recorded: say so
             showError(data.message || t.failed);
+            told = true;
           } else if (!reply) {
             if (name === "turn") {
               known(data.customer_seq, mine);
@@ -703,6 +705,11 @@
             openFeed();
             if (data.status && data.status !== state) setState(data.status);
           }
+        }
+        if (told && !finished) { // said why above: what was shown stays, nothing more is coming
+          if (reply) reply.typing.hidden = true;
+          status.textContent = "";
+          return;
         }
         if (!finished) throw new TypeError("the stream ended before its final event");
         if (reply && state === "bot") setQuick(final?.choices?.length ? [] : t.followUps);

@@ -1,0 +1,59 @@
+"""The widget says so when an answer could not be saved (issue 34, item 5): the audit row's insert
+waits on a lock held here, then the proxy cuts every connection of the app. The stream ends with an
+`error` event; the alert says, in the customer's language, that the message may not have been
+saved (before: the stream broke off and the widget said the connection was lost)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.async_api import Page, expect
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.api.app import create_app
+from app.prompts import render_notice
+from app.settings import Settings
+from tests.db_proxy import DatabaseProxy, in_front_of, waiting_on_a_lock
+from tests.factories import customer, document
+from tests.servers import ThreadedServer
+from tests.waiting import until
+
+ENV = {"ENGINE": "off", "DEMO_PAGE": "1", "API_KEY_CACHE_TTL": "0", "BATCH_WORKER": "0"}
+
+
+@pytest.fixture
+def proxy(database_url: str) -> Iterator[tuple[DatabaseProxy, str]]:
+    running, through = in_front_of(database_url)
+    yield running, through
+    running.close()
+
+
+async def test_the_widget_says_an_answer_may_not_have_been_saved(
+    page: Page, make_tenant: Any, load: Any, engine: AsyncEngine, proxy: tuple[DatabaseProxy, str]
+) -> None:
+    tenant = await make_tenant("interactive")
+    await load(document(tenant.slug, [customer()]))
+    cut, through = proxy
+    server = ThreadedServer(create_app(Settings.from_env(ENV), through))
+    lock = await engine.connect()
+    try:
+        await page.goto(f"{server.url}/demo?bank={tenant.slug}&customer=C-1001")
+        await expect(page.get_by_label("Card")).to_have_value("A-1")
+        await lock.begin()
+        await lock.execute(text("LOCK TABLE answers IN SHARE ROW EXCLUSIVE MODE"))  # the audit's insert waits
+        await page.get_by_role("button", name="Why is my bill higher than last month?").click()
+        await until("the answer's audit to wait on the lock", lambda: waiting_on_a_lock(engine))
+        cut.set("refuse")
+
+        alert = page.get_by_role("alert")
+        await expect(alert).to_have_text(render_notice("not_saved", "en"), timeout=15_000)
+        await expect(alert).to_be_visible()
+        await expect(page.get_by_role("status")).to_have_text("")
+    finally:
+        await lock.rollback()
+        await lock.close()
+        cut.set("forward")
+        server.stop()
