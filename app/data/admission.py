@@ -157,7 +157,17 @@ class PostgresLedger:
                 raise down from exc
             raise
         finally:
+            await self._release(conn)
+
+    async def _release(self, conn: Any) -> None:
+        """Back to the pool. Its reset fails when the connection died after the statement (a
+        terminated session): the pool drops it, and the statement's outcome stands."""
+        assert self._pool is not None
+        try:
             await self._pool.release(conn)
+        except Exception as exc:
+            if unavailable(exc, connecting=False) is None:
+                raise
 
     async def _execute(self, statement: Statement, values: Mapping[str, Any] | None = None) -> None:
         await self._fetchrow(statement, values)

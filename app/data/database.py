@@ -185,6 +185,8 @@ READ_ONLY_STATE = "25006"  # read_only_sql_transaction: a standby after a failov
 def _server_said_no(exc: BaseException) -> bool:
     if isinstance(exc, (asyncpg.ConnectionDoesNotExistError, asyncpg.InternalClientError)):
         return True  # the socket closed under the statement; or the protocol state broke with it
+    if isinstance(exc, asyncpg.InterfaceError) and str(exc) == "connection is closed":
+        return True  # a pooled connection found closed (asyncpg has no class of its own for it)
     state = getattr(exc, "sqlstate", None) if isinstance(exc, asyncpg.PostgresError) else None
     return state is not None and (state[:2] in _SERVER_CLASSES or state in _SERVER_STATES)
 
@@ -223,9 +225,8 @@ def unavailable(exc: BaseException, *, connecting: bool) -> DatabaseUnavailable 
 def _checkout_failed(exc: BaseException) -> bool:
     """Getting a connection failed: refused, unreachable, timed out, no free connection in the pool,
     or the server said no (not accepting connections, too many, starting up, shutting down)."""
-    return isinstance(
-        exc, (sqlalchemy.exc.DBAPIError, sqlalchemy.exc.TimeoutError, asyncpg.PostgresError, OSError, TimeoutError)
-    )
+    driver = (asyncpg.PostgresError, asyncpg.InterfaceError)
+    return isinstance(exc, (sqlalchemy.exc.DBAPIError, sqlalchemy.exc.TimeoutError, *driver, OSError, TimeoutError))
 
 
 @asynccontextmanager
