@@ -81,6 +81,8 @@ function tickWaits() {
         } else if (name === "final") {
           answer.textContent = data.explanation;
           status.textContent = `Answered (source: ${data.source}).`;
+        } else if (name === "error") { // shown, but never audited: the agent must not rely on it
+          status.textContent = "Not saved: the database was lost before this answer was audited. Ask again.";
         } else if (name === "answer_page") {
           details.href = data.url;
           details.hidden = false;

@@ -1,0 +1,66 @@
+"""The console says so when a streamed answer could not be audited (issue 34, item 5): the audit
+row's insert waits on a lock held here, then the proxy cuts every connection of the app; the stream
+ends with an `error` event and the status line tells the agent the answer was not saved (before: it
+stayed at "Writing…")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.async_api import Page, expect
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.api.app import create_app
+from app.data.agents import create_agent
+from app.settings import Settings
+from tests.db_proxy import DatabaseProxy, in_front_of, waiting_on_a_lock
+from tests.factories import customer, document
+from tests.servers import ThreadedServer
+from tests.waiting import until
+
+ENV = {"ENGINE": "off", "COOKIE_SECURE": "0", "API_KEY_CACHE_TTL": "0", "BATCH_WORKER": "0"}
+PASSWORD = "a long enough password"
+
+
+@pytest.fixture
+def proxy(database_url: str) -> Iterator[tuple[DatabaseProxy, str]]:
+    running, through = in_front_of(database_url)
+    yield running, through
+    running.close()
+
+
+async def test_the_console_says_a_streamed_answer_was_not_saved(
+    page: Page, make_tenant: Any, load: Any, engine: AsyncEngine, proxy: tuple[DatabaseProxy, str]
+) -> None:
+    tenant = await make_tenant("interactive")
+    await load(document(tenant.slug, [customer()]))
+    async with engine.begin() as conn:
+        await create_agent(conn, tenant.id, "ana", "Ana Agent", PASSWORD)
+    cut, through = proxy
+    server = ThreadedServer(create_app(Settings.from_env(ENV), through))
+    lock = await engine.connect()
+    try:
+        await page.goto(f"{server.url}/console")
+        await page.get_by_label("Bank (tenant)").fill(tenant.slug)
+        await page.get_by_label("Username").fill("ana")
+        await page.get_by_label("Password").fill(PASSWORD)
+        await page.get_by_role("button", name="Sign in").click()
+        await expect(page.get_by_role("heading", name="Find a customer")).to_be_visible()
+        await page.goto(f"{server.url}/console/accounts/A-1")
+        await page.get_by_label("Question, as the customer put it").fill("Did my payment arrive?")
+        await lock.begin()
+        await lock.execute(text("LOCK TABLE answers IN SHARE ROW EXCLUSIVE MODE"))  # the audit's insert waits
+        await page.get_by_role("button", name="Ask").click()
+        await until("the answer's audit to wait on the lock", lambda: waiting_on_a_lock(engine))
+        cut.set("refuse")
+        await expect(page.locator("#live-status")).to_have_text(
+            "Not saved: the database was lost before this answer was audited. Ask again.", timeout=15_000
+        )
+    finally:
+        await lock.rollback()
+        await lock.close()
+        cut.set("forward")
+        server.stop()
