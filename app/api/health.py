@@ -6,14 +6,11 @@ from typing import Any
 
 from litestar import Request, Response, get
 from litestar.status_codes import HTTP_503_SERVICE_UNAVAILABLE
-from sqlalchemy import text
 
 from app.api.deps import answer_service
 from app.api.openapi import READY_ROUTE
-from app.data.database import READ_ONLY_MESSAGE, autocommit
+from app.data.database import READ_ONLY_MESSAGE, autocommit, read_only
 from app.errors import DatabaseUnavailable
-
-_READ_ONLY = text("SELECT current_setting('transaction_read_only')")
 
 
 def _unready(database: str, exc: DatabaseUnavailable) -> Response[dict[str, Any]]:
@@ -40,10 +37,10 @@ async def ready(request: Request) -> Response[dict[str, Any]]:  # type: ignore[t
         async with autocommit(answers.db) as conn:
             # "on" on a standby after a failover (or a database set read-only): no answer could be
             # audited, so no request could be answered.
-            read_only = (await conn.execute(_READ_ONLY)).scalar_one() == "on"
+            standby = await read_only(conn)
     except DatabaseUnavailable as exc:  # anything else is a bug: a 500, like on every route
         return _unready("unavailable", exc)
-    if read_only:
+    if standby:
         return _unready("read_only", DatabaseUnavailable(READ_ONLY_MESSAGE))
     llm = answers.llm
     body["engine"] = "off" if llm is None else ("ok" if await llm.health() else "unavailable")

@@ -13,7 +13,7 @@ import asyncpg
 import sqlalchemy.exc
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import event
+from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
@@ -259,3 +259,11 @@ async def driver_of(conn: AsyncConnection) -> asyncpg.Connection:
     """The asyncpg connection under a SQLAlchemy one (for an asyncpg statement on a connection
     the caller already holds; outside any transaction SQLAlchemy has not begun on it yet)."""
     return (await conn.get_raw_connection()).driver_connection
+
+
+_READ_ONLY = text("SELECT current_setting('transaction_read_only')")
+
+
+async def read_only(conn: AsyncConnection) -> bool:
+    """Whether this database refuses writes (a standby after a failover, or set read-only)."""
+    return bool((await conn.execute(_READ_ONLY)).scalar_one() == "on")

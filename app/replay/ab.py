@@ -32,9 +32,9 @@ from typing import Literal
 
 import httpx
 import msgspec
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.data import replay as replay_data
 from app.data.database import create_engine
 from app.replay.run import Sample, replay
 from app.replay.traffic import Arrival
@@ -134,20 +134,14 @@ def service(database_url: str, overrides: dict[str, str]) -> Iterator[str]:
                 process.wait()
 
 
-_TENANTS = "(SELECT id FROM tenants WHERE slug = ANY(:slugs))"
-
-
 async def _cache_rows(db: AsyncEngine, slugs: list[str]) -> int:
     async with db.connect() as conn:
-        rows = await conn.execute(
-            text(f"SELECT count(*) FROM answer_cache WHERE tenant_id IN {_TENANTS}"), {"slugs": slugs}
-        )
-        return int(rows.scalar_one())
+        return await replay_data.cache_rows(conn, slugs)
 
 
 async def _empty_cache(db: AsyncEngine, slugs: list[str]) -> None:
     async with db.begin() as conn:
-        await conn.execute(text(f"DELETE FROM answer_cache WHERE tenant_id IN {_TENANTS}"), {"slugs": slugs})
+        await replay_data.empty_cache(conn, slugs)
 
 
 async def _settled(db: AsyncEngine, slugs: list[str], quiet_s: float = 2.0, timeout_s: float = 120.0) -> None:
@@ -178,11 +172,7 @@ async def _reasons(db: AsyncEngine, samples: Sequence[Sample]) -> dict[str, str]
     canonical answer's, which has none)."""
     ids = [str(s.answer["answer_id"]) for s in samples if s.answer and s.answer.get("source") == "fallback"]
     async with db.connect() as conn:
-        rows = await conn.execute(
-            text("SELECT CAST(id AS text), fallback_reason FROM answers WHERE id = ANY(CAST(:ids AS uuid[]))"),
-            {"ids": ids},
-        )
-        return {row[0]: row[1] for row in rows.all() if row[1]}
+        return await replay_data.fallback_reasons(conn, ids)
 
 
 async def run_profile(

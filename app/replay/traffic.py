@@ -15,9 +15,9 @@ from collections.abc import Iterator, Sequence
 from datetime import date, datetime
 
 import msgspec
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.data import replay as replay_data
 from app.data.directory import tenant_people
 from app.domain.vocabulary import Channel, Locale
 from app.replay.pii import Masker
@@ -48,16 +48,8 @@ class Arrival(msgspec.Struct, frozen=True, kw_only=True):
 
 async def population(conn: AsyncConnection, tenants: Sequence[str]) -> dict[str, list[tuple[str, Locale, str]]]:
     """Each tenant's (account ref, customer locale, customer ref) triples."""
-    rows = await conn.execute(
-        text(
-            "SELECT t.slug, a.ref, c.locale, c.ref FROM accounts a JOIN customers c ON c.id = a.customer_id"
-            " AND c.tenant_id = a.tenant_id JOIN tenants t ON t.id = a.tenant_id WHERE t.slug = ANY(:slugs)"
-            " ORDER BY t.slug, a.ref"
-        ),
-        {"slugs": list(tenants)},
-    )
     result: dict[str, list[tuple[str, Locale, str]]] = {}
-    for slug, ref, locale, customer in rows.all():
+    for slug, ref, locale, customer in await replay_data.population(conn, tenants):
         result.setdefault(slug, []).append((ref, locale, customer))
     return result
 
@@ -124,30 +116,13 @@ def loads(data: bytes) -> list[Arrival]:
     return [decoder.decode(line) for line in data.splitlines() if line.strip()]
 
 
-# The requests answered between two instants, by arrival: the audit row is written as the answer
-# ends, `timings.total` after the request arrived. The console's questions are left out (agents at a
-# form; replay plays widget, api and batch), and so is what the service asked itself (cache fills)
-# and batch jobs' items (their job was one request).
-_ANSWERED = text("""
-SELECT t.slug, a.channel, acc.ref AS account_ref, c.ref AS customer_ref, a.question, a.locale,
-       CAST(a.answer -> 'payment' ->> 'as_of' AS date) AS as_of,
-       a.created_at - make_interval(secs => COALESCE(CAST(a.timings ->> 'total' AS float8), 0) / 1000) AS arrived
-FROM answers a
-JOIN tenants t ON t.id = a.tenant_id
-JOIN accounts acc ON acc.tenant_id = a.tenant_id AND acc.id = a.account_id
-JOIN customers c ON c.tenant_id = acc.tenant_id AND c.id = acc.customer_id
-WHERE a.created_at >= :since AND a.created_at < :until AND a.origin = 'request' AND a.channel <> 'console'
-  AND (CAST(:tenant AS text) IS NULL OR t.slug = :tenant)
-ORDER BY arrived, a.id""")
-
-
 async def export(
     conn: AsyncConnection, since: datetime, until: datetime, tenant: str | None, *, keep_text: bool = False
 ) -> list[Arrival]:
     """The answered requests as a traffic file's arrivals, times from the first; personal data in
     the questions replaced (app/replay/pii.py) unless `keep_text`, with each bank's whole customer
     directory (read once per export, not per question)."""
-    rows = (await conn.execute(_ANSWERED, {"since": since, "until": until, "tenant": tenant})).all()
+    rows = await replay_data.answered(conn, since, until, tenant)
     first = rows[0].arrived if rows else None
     people = await tenant_people(conn, sorted({row.slug for row in rows})) if rows and not keep_text else {}
     maskers = {slug: Masker(p.names, p.currencies) for slug, p in people.items()}

@@ -4,6 +4,7 @@ domain core, and no import cycles between the application's modules."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from app.settings import PROJECT_ROOT
@@ -148,3 +149,20 @@ def test_no_module_is_over_300_lines() -> None:
         if (n := len(path.read_text().splitlines())) > 300
     }
     assert long == {}
+
+
+# A string that starts like a statement, or SQLAlchemy's `text`: SQL, which lives in app/data/ alone.
+_SQL = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|WITH|CREATE|DROP|ALTER|LOCK|ANALYZE)\s")
+
+
+def test_all_sql_lives_in_app_data() -> None:
+    found = []
+    for module, path in _modules().items():
+        if module.startswith("app.data"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and _SQL.match(node.value):
+                found.append(f"{module}:{node.lineno}")
+            if isinstance(node, ast.ImportFrom) and node.module == "sqlalchemy":
+                found += [f"{module}:{node.lineno} imports text" for alias in node.names if alias.name == "text"]
+    assert found == []
