@@ -25,6 +25,7 @@ from app.data.importer import ImportReport
 from app.data.tenants import create_tenant, issue_api_key
 from app.inference.embedded import EmbeddedEngine, default_model_path
 from app.settings import PROJECT_ROOT, Settings, get_settings
+from tests.db_proxy import DatabaseProxy, in_front_of
 from tests.factories import import_document
 from tests.fakes.sglang_server import RunningFake
 
@@ -133,3 +134,12 @@ async def embedded_engine() -> AsyncIterator[EmbeddedEngine]:
     engine = EmbeddedEngine(default_model_path(), parallel=2)
     yield engine
     await engine.close()
+
+
+@pytest.fixture
+def database_proxy(database_url: str) -> Iterator[tuple[DatabaseProxy, str]]:
+    """A proxy in front of the test database that can cut the connections through it, and the URL
+    that goes through it."""
+    running, through = in_front_of(database_url)
+    yield running, through
+    running.close()

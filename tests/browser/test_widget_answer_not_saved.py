@@ -5,10 +5,8 @@ saved (before: the stream broke off and the widget said the connection was lost)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from playwright.async_api import Page, expect
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -16,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.api.app import create_app
 from app.prompts import render_notice
 from app.settings import Settings
-from tests.db_proxy import DatabaseProxy, in_front_of, waiting_on_a_lock
+from tests.db_proxy import DatabaseProxy, waiting_on_a_lock
 from tests.factories import customer, document
 from tests.servers import ThreadedServer
 from tests.waiting import until
@@ -24,19 +22,12 @@ from tests.waiting import until
 ENV = {"ENGINE": "off", "DEMO_PAGE": "1", "API_KEY_CACHE_TTL": "0", "BATCH_WORKER": "0"}
 
 
-@pytest.fixture
-def proxy(database_url: str) -> Iterator[tuple[DatabaseProxy, str]]:
-    running, through = in_front_of(database_url)
-    yield running, through
-    running.close()
-
-
 async def test_the_widget_says_an_answer_may_not_have_been_saved(
-    page: Page, make_tenant: Any, load: Any, engine: AsyncEngine, proxy: tuple[DatabaseProxy, str]
+    page: Page, make_tenant: Any, load: Any, engine: AsyncEngine, database_proxy: tuple[DatabaseProxy, str]
 ) -> None:
     tenant = await make_tenant("interactive")
     await load(document(tenant.slug, [customer()]))
-    cut, through = proxy
+    cut, through = database_proxy
     server = ThreadedServer(create_app(Settings.from_env(ENV), through))
     lock = await engine.connect()
     try:

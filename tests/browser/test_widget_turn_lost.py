@@ -6,10 +6,8 @@ the write waits on the conversation's row (held here), then the proxy cuts every
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from playwright.async_api import Page, expect
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -18,19 +16,12 @@ from app.api.app import create_app
 from app.data import conversations
 from app.prompts import render_notice
 from app.settings import Settings
-from tests.db_proxy import DatabaseProxy, in_front_of, waiting_on_a_lock
+from tests.db_proxy import DatabaseProxy, waiting_on_a_lock
 from tests.factories import customer, document
 from tests.servers import ThreadedServer
 from tests.waiting import until
 
 ENV = {"ENGINE": "off", "DEMO_PAGE": "1", "API_KEY_CACHE_TTL": "0", "BATCH_WORKER": "0"}
-
-
-@pytest.fixture
-def proxy(database_url: str) -> Iterator[tuple[DatabaseProxy, str]]:
-    running, through = in_front_of(database_url)
-    yield running, through
-    running.close()
 
 
 async def _conversation_of(engine: AsyncEngine, tenant_id: int) -> uuid.UUID | None:
@@ -42,11 +33,11 @@ async def _conversation_of(engine: AsyncEngine, tenant_id: int) -> uuid.UUID | N
 
 
 async def test_the_widget_says_a_turn_may_not_have_been_saved(
-    page: Page, make_tenant: Any, load: Any, engine: AsyncEngine, proxy: tuple[DatabaseProxy, str]
+    page: Page, make_tenant: Any, load: Any, engine: AsyncEngine, database_proxy: tuple[DatabaseProxy, str]
 ) -> None:
     tenant = await make_tenant("interactive")
     await load(document(tenant.slug, [customer()]))
-    cut, through = proxy
+    cut, through = database_proxy
     server = ThreadedServer(create_app(Settings.from_env(ENV), through))
     lock = await engine.connect()
     try:

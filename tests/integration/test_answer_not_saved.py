@@ -7,7 +7,6 @@ of the app and refuses new ones."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -20,7 +19,7 @@ from app.domain.vocabulary import Locale
 from app.prompts import render_notice
 from app.settings import Settings
 from tests.chat_streams import sse
-from tests.db_proxy import DatabaseProxy, in_front_of, waiting_on_a_lock
+from tests.db_proxy import DatabaseProxy, waiting_on_a_lock
 from tests.factories import customer, document
 from tests.servers import ThreadedServer
 from tests.waiting import until
@@ -28,20 +27,18 @@ from tests.waiting import until
 ENV = {"ENGINE": "off", "SESSION_SECRET": "s" * 32, "API_KEY_CACHE_TTL": "0", "BATCH_WORKER": "0"}
 
 
-@pytest.fixture
-async def proxy(database_url: str) -> AsyncIterator[tuple[DatabaseProxy, str]]:
-    running, through = in_front_of(database_url)
-    yield running, through
-    running.close()
-
-
 @pytest.mark.parametrize(("question", "locale"), [("Did my payment arrive?", "en"), ("我的还款到账了吗？", "zh-CN")])
 async def test_an_answer_that_cannot_be_audited_ends_its_stream_with_an_error(
-    make_tenant: Any, load: Any, engine: AsyncEngine, proxy: tuple[DatabaseProxy, str], question: str, locale: Locale
+    make_tenant: Any,
+    load: Any,
+    engine: AsyncEngine,
+    database_proxy: tuple[DatabaseProxy, str],
+    question: str,
+    locale: Locale,
 ) -> None:
     tenant = await make_tenant("interactive")
     await load(document(tenant.slug, [customer()]))
-    cut, through = proxy
+    cut, through = database_proxy
     server = ThreadedServer(create_app(Settings.from_env(ENV), through))
     try:
         async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:

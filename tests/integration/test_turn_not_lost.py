@@ -23,7 +23,7 @@ from app.domain.vocabulary import Locale
 from app.prompts import render_notice
 from app.settings import Settings
 from tests.chat_streams import sse
-from tests.db_proxy import DatabaseProxy, in_front_of, waiting_on_a_lock
+from tests.db_proxy import DatabaseProxy, waiting_on_a_lock
 from tests.factories import customer, document
 from tests.servers import ThreadedServer
 from tests.waiting import until
@@ -44,13 +44,6 @@ async def _serving(database_url: str) -> AsyncIterator[httpx.AsyncClient]:
             yield client
     finally:
         server.stop()
-
-
-@pytest.fixture
-async def proxy(database_url: str) -> AsyncIterator[tuple[DatabaseProxy, str]]:
-    running, through = in_front_of(database_url)
-    yield running, through
-    running.close()
 
 
 async def _audit_turn(engine: AsyncEngine, answer_id: str) -> Any:
@@ -89,13 +82,13 @@ async def test_a_turn_that_cannot_be_written_ends_the_stream_with_an_error_and_i
     make_tenant: Any,
     load: Any,
     engine: AsyncEngine,
-    proxy: tuple[DatabaseProxy, str],
+    database_proxy: tuple[DatabaseProxy, str],
     second: dict[str, str],
     locale: Locale,
 ) -> None:
     tenant = await make_tenant("interactive")
     await load(document(tenant.slug, [customer()]))
-    cut, through = proxy
+    cut, through = database_proxy
     async with _serving(through) as client:
         asked, lock, cid, _ = await _second_turn_held(client, engine, tenant, second)
         cut.set("refuse")  # every connection of the app cut, new ones refused
@@ -131,11 +124,11 @@ async def _said_unrecorded(engine: AsyncEngine, answer_id: str, cid: uuid.UUID) 
 
 
 async def test_a_turn_whose_write_fails_once_is_written_when_the_database_is_back(
-    database_url: str, make_tenant: Any, load: Any, engine: AsyncEngine, proxy: tuple[DatabaseProxy, str]
+    database_url: str, make_tenant: Any, load: Any, engine: AsyncEngine, database_proxy: tuple[DatabaseProxy, str]
 ) -> None:
     tenant = await make_tenant("interactive")
     await load(document(tenant.slug, [customer()]))
-    cut, through = proxy
+    cut, through = database_proxy
     async with _serving(through) as client:
         asked, lock, cid, auth = await _second_turn_held(client, engine, tenant)
         cut.set("refuse")
