@@ -40,9 +40,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 import msgspec
-from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
+from app.data.answer_cache import cache_rows
 from app.data.database import create_engine, resolve_database_url
 from app.replay.run import Sample, replay
 from app.replay.stats import percentile
@@ -170,11 +170,10 @@ async def _filled(database: str, quiet_s: float = 3.0, timeout_s: float = 300.0)
     """Until the scheduled fill has answered every recently closed statement: no new answer-cache
     row for quiet_s (the statements closed before the customers ask)."""
     db = create_engine(database)
-    count = text("SELECT count(*) FROM answer_cache")
     deadline, last, since = time.monotonic() + timeout_s, -1, time.monotonic()
     while time.monotonic() < deadline and (last <= 0 or time.monotonic() - since < quiet_s):
         async with db.connect() as conn:
-            now = int((await conn.execute(count)).scalar_one())
+            now = await cache_rows(conn)
         if now != last:
             last, since = now, time.monotonic()
         await asyncio.sleep(0.5)

@@ -26,6 +26,7 @@ from app.data.database import asyncpg_dsn
 FLOOR = os.environ.get("FLOOR", "http")
 BODY = b'{"explanation": "' + b"x" * 1500 + b'"}'
 _CREATE = "CREATE TABLE IF NOT EXISTS floor_writes (id bigserial PRIMARY KEY, body jsonb NOT NULL)"
+# asyncpg's own $1, on purpose: the floor is the bare driver, with nothing of the service's between.
 _INSERT = "INSERT INTO floor_writes (body) VALUES (CAST($1 AS jsonb))"
 _HEADERS = [(b"content-type", b"application/json"), (b"content-length", str(len(BODY)).encode())]
 _pool: list[asyncpg.Pool] = []  # created at start-up, as the service creates its pools

@@ -13,8 +13,9 @@ states exactly the facts a fresh answer would, from the same template and engine
 the next day hit, and a payment, a new line or the due date passing miss. Charge questions are not
 cached: their answer depends on which charge the question names.
 
-A hit is looked up once the facts are computed, and audited by the same statement
-(app/data/audit.py `serve_cached`); the answer served carries this request's as-of date and timings.
+A hit is looked up once the facts are computed, and audited by the same statement; the answer
+served carries this request's as-of date and timings. Every statement on the cache is in
+app/data/answer_cache.py; this module decides what is kept and under which key.
 """
 
 from __future__ import annotations
@@ -22,8 +23,12 @@ from __future__ import annotations
 import functools
 
 import msgspec
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.answers.messages import Turn
+from app.data import answer_cache
+from app.data.database import autocommit
+from app.data.driver_pool import DriverPool
 from app.domain.answer_policy import required_claims
 from app.domain.facts import facts_digest
 from app.domain.intents import CANONICAL_QUESTIONS
@@ -48,7 +53,7 @@ class CacheKey(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def hit_values(turn: Turn, key: CacheKey) -> dict[str, object]:
-    """What app/data/audit.py `serve_cached` looks up and audits a hit with: the key, and this
+    """What app/data/answer_cache.py `serve_cached` looks up and audits a hit with: the key, and this
     request's row."""
     ask, stopwatch = turn.ask, turn.ask.stopwatch
     return {
@@ -99,3 +104,15 @@ def key(turn: Turn, llm: Engine | None) -> CacheKey | None:
         prompt_version=answer_version(turn.ask.principal.policy),
         engine_profile=llm.profile,
     )
+
+
+async def find(pool: DriverPool, turn: Turn, key: CacheKey) -> str | None:
+    """The answer cached under `key` (JSON), its audit row for this request committed; None on a miss."""
+    async with pool.connection() as conn:
+        return await answer_cache.serve_cached(conn, hit_values(turn, key))
+
+
+async def keep(db: AsyncEngine, turn: Turn, key: CacheKey, answer_json: str) -> None:
+    """Keep a checked canonical answer, marked with its statement's data version as it was made."""
+    async with autocommit(db) as conn:
+        await answer_cache.store_cached(conn, key, turn.history.statements[-1].data_version, answer_json)

@@ -20,7 +20,7 @@ import structlog
 
 from app.answers.precompute import precompute, wanted
 from app.answers.service import AnswerService
-from app.data.audit import Wanted
+from app.data.answer_cache import Wanted
 from app.data.database import autocommit
 from app.data.fill_leader import hold, let_go
 from app.errors import DatabaseUnavailable, Shed

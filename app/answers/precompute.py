@@ -11,7 +11,7 @@ from datetime import date, timedelta
 from app.answers.messages import Ask
 from app.answers.schemas import ExplanationRequest, ExplanationResponse
 from app.answers.service import AnswerService
-from app.data.audit import Wanted, uncached
+from app.data.answer_cache import Wanted, uncached
 from app.data.database import autocommit
 from app.data.tenants import own_answer_policies
 from app.domain.intents import CANONICAL_QUESTIONS

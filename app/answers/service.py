@@ -39,7 +39,7 @@ from app.answers.turns import (
     took_of,
     unasked_rule,
 )
-from app.data.audit import AuditRow, record_answer, serve_cached, store_cached
+from app.data.audit import AuditRow, record_answer
 from app.data.database import autocommit, driver_options
 from app.data.driver_pool import DriverPool
 from app.data.tenants import Principal, principal_for
@@ -156,8 +156,7 @@ class AnswerService:
         if key is None:
             return None
         with ask.stopwatch.stage("cache"):
-            async with self.pool.connection() as conn:
-                served = await serve_cached(conn, cache.hit_values(turn, key))
+            served = await cache.find(self.pool, turn, key)
         CACHE_LOOKUPS_BY(ask.principal.tenant_slug, turn.intent, "miss" if served is None else "hit").inc()
         if served is None:
             return None
@@ -265,9 +264,7 @@ class AnswerService:
         )
         key = cache.key(turn, self.llm)
         if source == "model" and turn.ask.origin == "fill" and key is not None:  # checked canonical answers only
-            data_version = turn.history.statements[-1].data_version
-            async with autocommit(self.db) as conn:
-                await store_cached(conn, key, data_version, msgspec.json.encode(answer).decode())
+            await cache.keep(self.db, turn, key, msgspec.json.encode(answer).decode())
         return await self._audit(turn, answer, reason), reason
 
     async def _audit(self, turn: Turn, answer: ExplanationResponse, reason: Reason | None) -> ExplanationResponse:

@@ -11,6 +11,10 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+# The answer cache an A/B run empties and watches: its own module's statements (app/data/answer_cache.py).
+from app.data.answer_cache import cache_rows as cache_rows
+from app.data.answer_cache import empty_cache as empty_cache
+
 _POPULATION = text(
     "SELECT t.slug, a.ref, c.locale, c.ref FROM accounts a JOIN customers c ON c.id = a.customer_id"
     " AND c.tenant_id = a.tenant_id JOIN tenants t ON t.id = a.tenant_id WHERE t.slug = ANY(:slugs)"
@@ -33,9 +37,6 @@ WHERE a.created_at >= :since AND a.created_at < :until AND a.origin = 'request' 
   AND (CAST(:tenant AS text) IS NULL OR t.slug = :tenant)
 ORDER BY arrived, a.id""")
 
-_TENANTS = "(SELECT id FROM tenants WHERE slug = ANY(:slugs))"
-_CACHE_ROWS = text(f"SELECT count(*) FROM answer_cache WHERE tenant_id IN {_TENANTS}")
-_EMPTY_CACHE = text(f"DELETE FROM answer_cache WHERE tenant_id IN {_TENANTS}")
 _REASONS = text("SELECT CAST(id AS text), fallback_reason FROM answers WHERE id = ANY(CAST(:ids AS uuid[]))")
 
 
@@ -47,14 +48,6 @@ async def population(conn: AsyncConnection, tenants: Sequence[str]) -> list[Any]
 async def answered(conn: AsyncConnection, since: datetime, until: datetime, tenant: str | None) -> list[Any]:
     """The requests answered between `since` and `until` (of one tenant, or all), in arrival order."""
     return list((await conn.execute(_ANSWERED, {"since": since, "until": until, "tenant": tenant})).all())
-
-
-async def cache_rows(conn: AsyncConnection, tenants: Sequence[str]) -> int:
-    return int((await conn.execute(_CACHE_ROWS, {"slugs": list(tenants)})).scalar_one())
-
-
-async def empty_cache(conn: AsyncConnection, tenants: Sequence[str]) -> None:
-    await conn.execute(_EMPTY_CACHE, {"slugs": list(tenants)})
 
 
 async def fallback_reasons(conn: AsyncConnection, answer_ids: Sequence[str]) -> dict[str, str]:

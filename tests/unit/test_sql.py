@@ -10,7 +10,7 @@ from datetime import date
 import msgspec
 import pytest
 
-from app.data import audit, history
+from app.data import answer_cache, audit, history
 from app.data.audit import AUDIT_COLUMNS, AuditRow, insert_answer
 from app.data.sql import MissingParameter, Statement
 
@@ -93,6 +93,6 @@ def test_the_history_and_the_cache_hit_statements_bind_every_parameter_by_name()
     key |= {"prompt_version": "v1", "engine_profile": "p"}
     row = {"id": uuid.UUID(int=1), "account_id": 3, "channel": "api", "origin": "request", "question": "Why?"}
     row |= {"as_of": date(2026, 11, 10), "timings": "{}", "stage_starts": "{}"}
-    assert len(audit._SERVED.args(key | row)) == len(audit._SERVED.names) == 15
+    assert len(answer_cache._SERVED.args(key | row)) == len(answer_cache._SERVED.names) == 15
     with pytest.raises(MissingParameter):
-        audit._SERVED.args(key)
+        answer_cache._SERVED.args(key)
