@@ -148,3 +148,5 @@ class BulkLoad(Base):
     counts: Mapped[dict[str, int]] = mapped_column(JSONB)
     ledger_version: Mapped[int] = mapped_column(BigInteger)
     loaded_at: Mapped[datetime] = created_at_column()
+    # The header's and each line's digest of its transactions file (migration 0020, app/data/csv_lines.py).
+    line_digests: Mapped[bytes | None] = mapped_column(BYTEA)
