@@ -13,13 +13,12 @@ from litestar import Controller, Request, get, post
 from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, JSONBody
 from litestar.response import ServerSentEvent, ServerSentEventMessage
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.answers.messages import Ask
 from app.answers.schemas import ChatRequest, ExplanationRequest
 from app.api.body import json_body
-from app.api.conversation_feed import PAGE, After, Before, feed, wakeups
-from app.api.conversation_turns import ConversationOut, Recorder, thread_of
+from app.api.conversation_feed import After, Before, conversation_service, feed
+from app.api.conversation_turns import ConversationOut, recorder
 from app.api.customer_session import Customer, provide_customer
 from app.api.deps import answer_service
 from app.api.event_stream import event_stream
@@ -27,20 +26,11 @@ from app.api.openapi import ACCOUNTS_ROUTE, CHAT_ROUTE, CONVERSATION_ROUTE
 from app.api.overload import classify
 from app.api.person_messages import to_person
 from app.api.request_log import request_state, stopwatch
-from app.data import conversations
+from app.conversations.threads import NEW_THREAD
+from app.conversations.values import NewTurn
 from app.data.customers import AccountSummary, customer_accounts
 from app.data.database import autocommit
-from app.domain.conversation import Thread
 from app.domain.understanding import language_of
-from app.errors import NotFound
-
-
-async def _own(conn: AsyncConnection, customer: Customer, conversation_id: uuid.UUID) -> conversations.Conversation:
-    """The customer's own conversation: another customer's is exactly as unknown as a missing one."""
-    found = await conversations.find(conn, customer.principal.tenant_id, conversation_id, customer.customer_ref)
-    if found is None:
-        raise NotFound(f"conversation {conversation_id} not found")
-    return found
 
 
 def _event(name: str, payload: object) -> ServerSentEventMessage:
@@ -71,16 +61,13 @@ class ChatController(Controller):
         classify(request.scope, principal.priority_class, "widget")
         if answers.settings.log_questions:
             request_state(request.scope)["log_extra"] = {"question": data.question}
-        conversation = None
+        service, tenant = conversation_service(request), principal.tenant_id
+        conversation, thread = None, NEW_THREAD
         if data.conversation_id is not None:
-            async with autocommit(answers.db) as conn:
-                conversation = await _own(conn, customer, data.conversation_id)
-                if conversation.status == "bot":
-                    thread = await thread_of(conn, conversation.id)
-            if conversation.status != "bot":  # a person answers now: the message is theirs
-                return await to_person(request, answers, customer, conversation.id, data)
-        else:
-            thread = Thread(context=None, previous_question=None, unanswered=False)
+            continued = await service.continuing(tenant, customer.customer_ref, data.conversation_id)
+            if continued.thread is None:  # a person answers now: the message is theirs
+                return await to_person(request, answers, customer, continued.conversation.id, data)
+            conversation, thread = continued.conversation, continued.thread
         conversation_id = conversation.id if conversation else uuid.uuid4()
         ask = Ask(
             principal=principal,
@@ -93,22 +80,22 @@ class ChatController(Controller):
             stopwatch=stopwatch(request.scope),
             thread=thread,
         )
-        recorder = Recorder(
-            db=answers.db,
-            wakeups=wakeups(request),
+        # The language the question was written in (a new conversation's: what the console calls it).
+        written_in = language_of(data.question) or (conversation.locale if conversation else data.locale) or "en"
+        turn = NewTurn(
+            principal=principal,
+            customer_ref=customer.customer_ref,
             conversation_id=conversation_id,
             new=conversation is None,
             seen=conversation.last_seq if conversation else 0,
             audit_id=ask.audit_id,
-            principal=principal,
-            customer_ref=customer.customer_ref,
             question=data.question,
             account_ref=data.account_ref,
-            locale=data.locale or language_of(data.question) or "en",
+            locale=written_in,
             thread=thread,
         )
         head = _event("conversation", {"conversation_id": conversation_id, "status": "bot"})
-        return await event_stream(request, answers.converse(ask), head=[head], after_final=recorder.record)
+        return await event_stream(request, answers.converse(ask), head=[head], after_final=recorder(service, turn))
 
     @get(
         "/conversations/{conversation_id:uuid}",
@@ -123,12 +110,16 @@ class ChatController(Controller):
         before: Before = None,
     ) -> ConversationOut:
         classify(request.scope, customer.principal.priority_class, "widget")
-        async with autocommit(answer_service(request).db) as conn:
-            found = await _own(conn, customer, conversation_id)
-            page = await conversations.latest(conn, conversation_id, PAGE, before)
-        earlier = page[0].seq if page and page[0].seq > 1 else None  # messages are numbered from 1
+        page = await conversation_service(request).transcript(
+            customer.principal.tenant_id, conversation_id, customer_ref=customer.customer_ref, before=before
+        )
+        found = page.conversation
         return ConversationOut(
-            conversation_id=found.id, status=found.status, agent_name=found.agent_name, messages=page, earlier=earlier
+            conversation_id=found.id,
+            status=found.status,
+            agent_name=found.agent_name,
+            messages=page.messages,
+            earlier=page.earlier,
         )
 
     @get(
@@ -144,10 +135,7 @@ class ChatController(Controller):
         customer: NamedDependency[Customer],
         after: After = 0,
     ) -> ServerSentEvent:
-        db, tenant_id = answer_service(request).db, customer.principal.tenant_id
-        async with autocommit(db) as conn:  # a 404 before the stream starts
-            await _own(conn, customer, conversation_id)
-        return feed(request, db, tenant_id, conversation_id, after, customer.customer_ref)
+        return await feed(request, customer.principal.tenant_id, conversation_id, after, customer.customer_ref)
 
     @get("/accounts", summary="The customer's accounts, for the widget's account picker", **ACCOUNTS_ROUTE)
     async def accounts(

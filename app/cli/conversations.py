@@ -18,7 +18,7 @@ def conversations() -> None:
 @click.option("--older-than", "days", type=click.IntRange(min=0), help="Days (default: CONVERSATION_RETENTION_DAYS).")
 def purge_cmd(days: int | None) -> None:
     """Delete the conversations with no message for longer than the retention (their messages too)."""
-    from app.data.conversations import purge
+    from app.conversations.service import purge
 
     age = timedelta(days=load_settings().conversation_retention_days if days is None else days)
     deleted = in_transaction(lambda conn: purge(conn, age))

@@ -13,7 +13,7 @@ from playwright.async_api import Page, expect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
-from app.data import conversations
+from app.data import conversations, handovers
 from app.data.agents import create_agent
 from app.settings import Settings
 from tests.browser.helpers import screenshot
@@ -57,9 +57,9 @@ async def test_an_agent_takes_a_waiting_conversation_and_talks_live(
 
     cid = uuid.uuid4()  # handed over while the page is open: it appears without a reload
     async with engine.begin() as conn:
-        await conversations.start(conn, cid, bank.id, "C-1001", "en")
-        await conversations.append(conn, cid, "customer", "Can I talk to a <b>person</b>?")
-        await conversations.hand_over(conn, cid, "requested")
+        await conversations.start(conn, bank.id, cid, "C-1001", "en")
+        await conversations.append(conn, bank.id, cid, "customer", "Can I talk to a <b>person</b>?")
+        await handovers.hand_over(conn, bank.id, cid, "requested")
     row = page.locator(f'#queue tr[data-id="{cid}"]')
     await expect(row).to_contain_text("Can I talk to a <b>person</b>?", timeout=5000)
     await expect(row).to_contain_text("The customer asked for a person")
@@ -77,7 +77,7 @@ async def test_an_agent_takes_a_waiting_conversation_and_talks_live(
     await expect(transcript.nth(1)).to_contain_text("Ana Agent has joined the conversation.")
 
     async with engine.begin() as conn:  # the customer writes: it appears without a reload
-        await conversations.append(conn, cid, "customer", "Thanks, my bill went up.")
+        await conversations.append(conn, bank.id, cid, "customer", "Thanks, my bill went up.")
     await expect(transcript).to_have_count(3, timeout=5000)
     await expect(transcript.nth(2)).to_contain_text("Customer")
     await expect(transcript.nth(2)).to_contain_text("Thanks, my bill went up.")
@@ -88,7 +88,7 @@ async def test_an_agent_takes_a_waiting_conversation_and_talks_live(
     await expect(transcript.nth(3)).to_contain_text("Let me look at it with you.")
     await screenshot(page, "console-conversation")
     async with engine.begin() as conn:
-        said = await conversations.messages(conn, cid)
+        said = await conversations.messages(conn, bank.id, cid)
     assert [m.role for m in said] == ["customer", "system", "customer", "agent"]
 
     await page.get_by_role("button", name="Hand back to the assistant").click()

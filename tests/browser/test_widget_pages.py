@@ -27,10 +27,10 @@ async def test_a_long_conversation_shows_its_latest_page_and_pages_back(
     await load(document(tenant.slug, [customer()]))
     cid = uuid.uuid4()
     async with engine.begin() as conn:
-        await conversations.start(conn, cid, tenant.id, "C-1001", "en")
+        await conversations.start(conn, tenant.id, cid, "C-1001", "en")
         for n in range(1, COUNT + 1):
             role: Role = "customer" if n % 2 else "agent"
-            await conversations.append(conn, cid, role, f"message {n:03d}")
+            await conversations.append(conn, tenant.id, cid, role, f"message {n:03d}")
     server = ThreadedServer(create_app(Settings.from_env(ENV), engine.url.render_as_string(hide_password=False)))
     try:
         # The widget restores the conversation its page kept (sessionStorage, per bank and customer).

@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
-from app.data import conversations
+from app.data import conversations, handovers
 from app.data.agents import create_agent
 from app.settings import Settings
 from tests.factories import customer, document
@@ -39,9 +39,9 @@ async def agent(database_url: str, make_tenant: Any, load: Any, engine: AsyncEng
     cid = uuid.uuid4()
     async with engine.begin() as conn:
         await create_agent(conn, bank.id, "ana", "Ana", PASSWORD)
-        await conversations.start(conn, cid, bank.id, "C-1001", "en")
-        await conversations.append(conn, cid, "customer", "I want to talk to a person", account_ref="A-1")
-        assert await conversations.hand_over(conn, cid, "requested")
+        await conversations.start(conn, bank.id, cid, "C-1001", "en")
+        await conversations.append(conn, bank.id, cid, "customer", "I want to talk to a person", account_ref="A-1")
+        assert await handovers.hand_over(conn, bank.id, cid, "requested")
     env = {"ENGINE": "off", "COOKIE_SECURE": "0", "BATCH_WORKER": "0", "SESSION_SECRET": "s" * 32}
     server = ThreadedServer(create_app(Settings.from_env(env), database_url))
     async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
@@ -54,12 +54,12 @@ async def agent(database_url: str, make_tenant: Any, load: Any, engine: AsyncEng
         assert (await http.post("/console/login", data=data)).status_code == 303
         csrf = csrf_of(await http.get("/console"))
         assert (await http.post(f"/console/conversations/{cid}/take", data={"csrf_token": csrf})).status_code == 303
-        yield http, cid, csrf
+        yield http, bank.id, cid, csrf
     server.stop()
 
 
 async def test_a_reply_that_is_not_utf8_is_a_400_and_is_not_stored(agent: Any, engine: AsyncEngine) -> None:
-    http, cid, csrf = agent
+    http, tenant_id, cid, csrf = agent
     path = f"/console/conversations/{cid}/messages"
     for body in (f"csrf_token={csrf}&text=caf%E9".encode(), f"csrf_token={csrf}&text=%C3%28ok".encode()):
         refused = await http.post(path, content=body, headers=FORM)
@@ -70,7 +70,7 @@ async def test_a_reply_that_is_not_utf8_is_a_400_and_is_not_stored(agent: Any, e
     sent = await http.post(path, content=f"csrf_token={csrf}&text=caf%C3%A9".encode(), headers=FORM)
     assert sent.status_code == 303
     async with engine.begin() as conn:
-        said = [(m.role, m.text) for m in await conversations.messages(conn, cid)]
+        said = [(m.role, m.text) for m in await conversations.messages(conn, tenant_id, cid)]
     assert said == [
         ("customer", "I want to talk to a person"),
         ("system", "Ana has joined the conversation."),

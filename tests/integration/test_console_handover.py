@@ -19,7 +19,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
-from app.data import conversations
+from app.data import conversations, handovers
 from app.data.agents import create_agent
 from app.domain.vocabulary import HandoverReason, Locale
 from app.prompts import render_notice
@@ -100,16 +100,16 @@ async def waiting(
     """A conversation handed over, as the chat route leaves it."""
     cid = uuid.uuid4()
     async with engine.begin() as conn:
-        await conversations.start(conn, cid, bank.id, customer_ref, locale)
-        await conversations.append(conn, cid, "customer", said, account_ref="A-1")
-        assert await conversations.hand_over(conn, cid, reason)
+        await conversations.start(conn, bank.id, cid, customer_ref, locale)
+        await conversations.append(conn, bank.id, cid, "customer", said, account_ref="A-1")
+        assert await handovers.hand_over(conn, bank.id, cid, reason)
     return cid
 
 
 async def state(engine: AsyncEngine, cid: uuid.UUID) -> tuple[Any, list[conversations.Message]]:
     async with engine.begin() as conn:
         row = (await conn.execute(text("SELECT * FROM conversations WHERE id = :id"), {"id": cid})).mappings().one()
-        return row, await conversations.messages(conn, cid)
+        return row, await conversations.messages(conn, row.tenant_id, cid)
 
 
 async def agent_id(engine: AsyncEngine, bank: Bank, username: str) -> int:
@@ -154,7 +154,7 @@ async def test_the_queue_lists_the_banks_waiting_conversations_longest_first(
     async with engine.begin() as conn:
         await conn.execute(text("UPDATE conversations SET waiting_since = now() - interval '200 s' WHERE id = :id"),
                            {"id": oldest})  # fmt: skip
-        await conversations.take(conn, bank.id, answered, await agent_id(engine, bank, "bo"))
+        await handovers.take(conn, bank.id, answered, await agent_id(engine, bank, "bo"))
     ana = await browsers(bank)
     listed = await ana.http.get("/console/queue.json")
     assert listed.status_code == 200
@@ -262,15 +262,17 @@ async def test_the_page_shows_the_transcript_the_facts_and_the_answers_audit(
 ) -> None:
     answer, cid = uuid.uuid4(), uuid.uuid4()
     async with engine.begin() as conn:
-        await conversations.start(conn, cid, bank.id, "C-1001", "en")
-        await conversations.append(conn, cid, "customer", "Why is my bill <b>higher</b>?", account_ref="A-1")
-        seq = await conversations.append(conn, cid, "assistant", "Your bill went up by 12.00 EUR.", answer_id=answer)
+        await conversations.start(conn, bank.id, cid, "C-1001", "en")
+        await conversations.append(conn, bank.id, cid, "customer", "Why is my bill <b>higher</b>?", account_ref="A-1")
+        seq = await conversations.append(
+            conn, bank.id, cid, "assistant", "Your bill went up by 12.00 EUR.", answer_id=answer
+        )
         await conn.execute(
             text("UPDATE conversation_messages SET facts = CAST(:f AS jsonb) WHERE conversation_id = :c AND seq = :s"),
             {"f": json.dumps(FACTS), "c": cid, "s": seq},
         )
-        await conversations.append(conn, cid, "customer", "I want a person")
-        await conversations.hand_over(conn, cid, "requested")
+        await conversations.append(conn, bank.id, cid, "customer", "I want a person")
+        await handovers.hand_over(conn, bank.id, cid, "requested")
     ana = await browsers(bank)
     page = await ana.http.get(f"/console/conversations/{cid}")
     assert page.status_code == 200
@@ -322,7 +324,7 @@ async def test_the_events_feed_shows_new_messages_live(browsers: Any, bank: Bank
         seen = [await next_event() for _ in range(2)]
         assert ("status", {"status": "agent", "agent_name": "Ana Agent"}) in seen
         async with engine.begin() as conn:  # the customer writes (here: another replica's write)
-            await conversations.append(conn, cid, "customer", "Thank you!")
+            await conversations.append(conn, bank.id, cid, "customer", "Thank you!")
         name, said = await next_event()
         assert (name, said["role"], said["text"]) == ("message", "customer", "Thank you!")
         assert (await ana.post(f"{base}/messages", text="You are welcome.")).status_code == 303

@@ -16,14 +16,14 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
-from app.data import conversations
+from app.data import conversations, handovers
 from app.data.agents import create_agent
 from app.data.database import autocommit
+from bench.fakes.plans import GOOD
+from bench.fakes.sglang_server import RunningFake, Script
 from tests.factories import OCT, SEPT, account, customer, document, tx
-from tests.fakes.sglang_server import RunningFake, Script
 from tests.integration.test_chat_api import events, llm_settings, settings, token_for
 from tests.metrics import sample
-from tests.plans import GOOD
 from tests.servers import ThreadedServer
 
 AS_OF = "2026-11-10"
@@ -160,10 +160,10 @@ async def test_asking_for_a_person_hands_over_and_an_agent_answers(
 
     cid = uuid.UUID(ann.conversation_id)
     async with autocommit(engine) as conn:
-        assert [w.id for w in await conversations.queue(conn, bank.id)] == [cid]
+        assert [w.id for w in await handovers.queue(conn, bank.id)] == [cid]
         agent = await create_agent(conn, bank.id, "ana", "Ana Agent", "a long enough password 1")
-        assert await conversations.take(conn, bank.id, cid, agent) is not None
-        await conversations.append(conn, cid, "agent", "Hello Ann, let me look at it.", agent_id=agent)
+        assert await handovers.take(conn, bank.id, cid, agent) is not None
+        await conversations.append(conn, bank.id, cid, "agent", "Hello Ann, let me look at it.", agent_id=agent)
 
     # The feed through a real server: a closed connection ends it (the in-process client keeps it open).
     server = ThreadedServer(create_app(settings(), database_url))

@@ -81,7 +81,7 @@ async def test_a_conversation_takes_so_many_messages_and_characters_before_a_rep
         _refused(sent[3], "too_many_messages")
         assert "3 messages in a row" in sent[3].json()["message"]
         async with engine.begin() as conn:  # the agent replies: the customer may write again
-            await conversations.append(conn, uuid.UUID(cid), "agent", "Hello, I am here.")
+            await conversations.append(conn, tenant.id, uuid.UUID(cid), "agent", "Hello, I am here.")
         assert (await _say(client, auth, cid, "x" * 60)).status_code == 200
         too_long = await _say(client, auth, cid, "y" * 41)  # 60 + 41 characters in a row: over 100
         _refused(too_long, "too_many_messages")

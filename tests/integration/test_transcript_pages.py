@@ -35,10 +35,12 @@ async def _long_conversation(engine: AsyncEngine, tenant_id: int) -> uuid.UUID:
     """COUNT messages, the customer's and an agent's in turn, written as the routes write them."""
     cid = uuid.uuid4()
     async with engine.begin() as conn:
-        await conversations.start(conn, cid, tenant_id, "C-1001", "en")
+        await conversations.start(conn, tenant_id, cid, "C-1001", "en")
         for n in range(1, COUNT + 1):
             role: Role = "customer" if n % 2 else "agent"
-            await conversations.append(conn, cid, role, _text(n), account_ref="A-1" if role == "customer" else None)
+            await conversations.append(
+                conn, tenant_id, cid, role, _text(n), account_ref="A-1" if role == "customer" else None
+            )
     return cid
 
 

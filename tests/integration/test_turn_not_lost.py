@@ -114,7 +114,7 @@ async def test_a_turn_that_cannot_be_written_ends_the_stream_with_an_error_and_i
             timeout_s=20,
         )
         async with engine.connect() as conn:
-            kept = await conversations.messages(conn, cid)
+            kept = await conversations.messages(conn, tenant.id, cid)
         assert [m.seq for m in kept] == [1, 2]  # the first turn only: nothing half-written
 
 

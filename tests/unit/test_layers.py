@@ -1,4 +1,4 @@
-"""The import contract, read from the source: api -> answers -> inference | data -> domain, a pure
+"""The import contract, read from the source: api -> conversations -> answers -> inference | data -> domain, a pure
 domain core, and no import cycles between the application's modules."""
 
 from __future__ import annotations
@@ -10,16 +10,18 @@ from pathlib import Path
 from app.settings import PROJECT_ROOT
 
 APP = PROJECT_ROOT / "app"
+BENCH = PROJECT_ROOT / "bench"
 # Each module belongs to the first tier whose prefix it starts with; a module may import its own
 # tier and any lower one. Tiers that share a number are siblings and may not import each other.
 TIERS: list[tuple[int, str, tuple[str, ...]]] = [
     (0, "domain", ("app.domain",)),
-    (1, "base", ("app.errors", "app.settings", "app.timing", "app.security")),
+    (1, "base", ("app.errors", "app.settings", "app.timing", "app.security", "app.locales")),
     (2, "data", ("app.data", "app.demo")),
     (2, "inference", ("app.inference",)),
     (3, "answers", ("app.answers", "app.prompts", "app.metrics")),
-    (4, "api", ("app.api",)),
-    (5, "entry", ("app.cli", "app.replay", "app.eval", "app.__main__")),
+    (4, "conversations", ("app.conversations",)),
+    (5, "api", ("app.api",)),
+    (6, "entry", ("app.cli", "app.replay", "app.eval", "app.__main__")),
 ]
 # Packages that do I/O (or wrap it): the domain core computes, it never reads or writes.
 IO_PACKAGES = {
@@ -50,9 +52,9 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _modules() -> dict[str, Path]:
-    """Every module of the application but the root package's empty __init__."""
-    return {_module_name(path): path for path in APP.rglob("*.py") if path != APP / "__init__.py"}
+def _modules(root: Path = APP) -> dict[str, Path]:
+    """Every module of the application (or of bench/) but the root package's __init__."""
+    return {_module_name(path): path for path in root.rglob("*.py") if path != root / "__init__.py"}
 
 
 def _imports(path: Path, known: dict[str, Path]) -> set[str]:
@@ -76,8 +78,8 @@ def _tier(module: str) -> tuple[int, str]:
     raise AssertionError(f"{module} is in no tier: add it to TIERS")
 
 
-def _graph() -> dict[str, set[str]]:
-    known = _modules()
+def _graph(root: Path = APP) -> dict[str, set[str]]:
+    known = _modules(root)
     return {module: {m for m in _imports(path, known) if m in known} for module, path in known.items()}
 
 
@@ -129,6 +131,19 @@ def test_the_domain_core_does_no_io() -> None:
 
 def test_there_are_no_import_cycles() -> None:
     assert _cycles(_graph()) == []
+    assert _cycles(_graph(BENCH)) == []  # the benchmarks' modules too
+
+
+def test_bench_never_imports_the_tests() -> None:
+    """Tests may use bench/ (its fakes: bench/fakes/); bench/ runs without the test suite."""
+    known = {**_modules(APP), **_modules(BENCH)}
+    wrong = [
+        f"{module} imports {m}"
+        for module, path in _modules(BENCH).items()
+        for m in _imports(path, known)
+        if m == "tests" or m.startswith("tests.")
+    ]
+    assert wrong == []
 
 
 def test_the_checks_catch_what_they_are_for() -> None:

@@ -1,5 +1,6 @@
 """What the console shows of the widget's conversations: the queue's rows and a conversation's
-transcript, written out for people. The JSON rows feed the queue page's script (app/web/static/console.js)."""
+transcript, written out for people. The JSON rows feed the queue page's script (app/web/static/console.js).
+Times are UTC, said so; each customer's and assistant's words carry the language they were in."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ from typing import Any
 
 import msgspec
 
+from app.api.console.views import LOCALES
+from app.conversations.values import Agent, Conversation, Message
 from app.data.agents import ConsoleSession
-from app.data.conversations import Conversation, Message, Waiting
+from app.data.audit import AnswerRecord
+from app.data.handovers import Waiting
 from app.domain.vocabulary import HandoverReason, Role
 
 REASONS: dict[HandoverReason, str] = {
@@ -19,6 +23,11 @@ REASONS: dict[HandoverReason, str] = {
     "out_of_scope": "Outside what the assistant answers",
 }
 ROLES: dict[Role, str] = {"customer": "Customer", "assistant": "Assistant", "agent": "Agent", "system": "Notice"}
+
+
+def agent_of(session: ConsoleSession) -> Agent:
+    me = session.identity
+    return Agent(tenant_id=me.tenant_id, tenant_slug=me.tenant_slug, agent_id=me.agent_id, display_name=me.display_name)
 
 
 def waited(seconds: float) -> str:
@@ -35,13 +44,29 @@ def clock(moment: datetime) -> str:
     return moment.strftime("%H:%M:%S")
 
 
+def moment(at: datetime) -> str:
+    """A date and time, in UTC (the console's times all are)."""
+    return at.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def language(locale: str | None) -> str:
+    return LOCALES.get(locale or "", locale or "unknown")
+
+
 class QueueRow(msgspec.Struct, frozen=True, kw_only=True):
     id: uuid.UUID
     customer_ref: str
     reason: str
+    locale: str  # the conversation's language: the `lang` of the customer's words
+    language: str  # …written out
+    started_at: datetime
+    started: str  # when the conversation began, which tells two of one customer's apart
     waiting_s: float
     waited: str
+    first_question: str
     last_text: str
+    last_at: datetime | None
+    last: str  # when the customer wrote last
     url: str
 
 
@@ -51,9 +76,16 @@ def queue_rows(waiting: list[Waiting]) -> list[QueueRow]:
             id=w.id,
             customer_ref=w.customer_ref,
             reason=REASONS[w.handover_reason],
+            locale=w.locale,
+            language=language(w.locale),
+            started_at=w.started_at,
+            started=moment(w.started_at),
             waiting_s=round(w.waiting_s, 1),
             waited=waited(w.waiting_s),
+            first_question=w.first_question,
             last_text=w.last_text,
+            last_at=w.last_at,
+            last=clock(w.last_at) + " UTC" if w.last_at else "",
             url=f"/console/conversations/{w.id}",
         )
         for w in waiting
@@ -70,7 +102,7 @@ class ConversationView(msgspec.Struct, frozen=True, kw_only=True):
     mine: bool  # the signed-in agent has it: they may reply and hand it back
     waiting_s: float | None  # while it waits
     facts: dict[str, Any] | None  # the latest answer's facts (ChatFacts), as the customer read them
-    facts_answer: uuid.UUID | None
+    facts_answer: uuid.UUID | None  # that answer's own audit row
 
 
 def status_text(conversation: Conversation) -> str:
@@ -79,6 +111,12 @@ def status_text(conversation: Conversation) -> str:
     if conversation.status == "waiting":
         return "Waiting for an agent"
     return "With the assistant"
+
+
+def audited(message: Message) -> uuid.UUID | None:
+    """The audit row of the request that answered: the customer's own question, even when the answer
+    came from the cache (whose `answer_id` is the canonical answer's)."""
+    return message.audit_id or message.answer_id
 
 
 def conversation_view(
@@ -97,5 +135,14 @@ def conversation_view(
         mine=conversation.status == "agent" and conversation.agent_id == agent.identity.agent_id,
         waiting_s=(now - since).total_seconds() if conversation.status == "waiting" and since else None,
         facts=answered.facts if answered else None,
-        facts_answer=answered.answer_id if answered else None,
+        facts_answer=audited(answered) if answered else None,
     )
+
+
+def cached_from(record: AnswerRecord) -> str | None:
+    """A cached answer's audit row: the canonical answer it was served from. The row repeats that
+    answer, whose id it keeps (app/data/answer_cache.py), beside the customer's own question."""
+    if record.source != "cache":
+        return None
+    canonical = record.answer.get("answer_id")
+    return str(canonical) if canonical and str(canonical) != str(record.id) else None

@@ -16,26 +16,33 @@ import msgspec
 from litestar import Controller, Request, Response, get, post
 from litestar.datastructures import FormMultiDict
 from litestar.di import NamedDependency, Provide
-from litestar.exceptions import PermissionDeniedException
 from litestar.params import FromPath
 from litestar.response import Redirect, ServerSentEvent
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.api.console.conversation_views import REASONS, ROLES, QueueRow, clock, conversation_view, queue_rows, waited
+from app.api.console.conversation_views import (
+    REASONS,
+    ROLES,
+    QueueRow,
+    agent_of,
+    audited,
+    clock,
+    conversation_view,
+    language,
+    moment,
+    queue_rows,
+    waited,
+)
 from app.api.console.forms import field, provide_form, reply_text
 from app.api.console.pages import EXCEPTION_HANDLERS, SECURITY_HEADERS, console_page
 from app.api.console.session import PATH, provide_agent
 from app.api.console.views import LOCALES
-from app.api.conversation_feed import PAGE, After, Before, feed, wakeups
-from app.data import conversations
+from app.api.conversation_feed import After, Before, conversation_service, feed
+from app.conversations.values import TakeRefused
 from app.data.agents import ConsoleSession
-from app.data.database import autocommit
 from app.errors import NotFound
-from app.metrics import HANDOVER_WAIT_BY
-from app.prompts import render_notice
 
 TAKEN = "This conversation was taken by another agent"
-NOT_YOURS = "Only the agent who has this conversation can reply to it or hand it back"
+NOT_WAITING = "This conversation is not waiting any more."
 
 
 class QueueOut(msgspec.Struct, frozen=True, kw_only=True):
@@ -50,19 +57,12 @@ def _id(conversation_id: str) -> uuid.UUID:
         raise NotFound(f"conversation {conversation_id!r} not found") from None
 
 
-async def _find(conn: AsyncConnection, agent: ConsoleSession, cid: uuid.UUID) -> conversations.Conversation:
-    found = await conversations.find(conn, agent.identity.tenant_id, cid)
-    if found is None:
-        raise NotFound(f"conversation {cid} not found")
-    return found
-
-
 def _page_of(cid: uuid.UUID) -> str:
     return f"{PATH}/conversations/{cid}"
 
 
 async def _conversation_page(
-    db: AsyncEngine,
+    request: Request,  # type: ignore[type-arg]
     agent: ConsoleSession,
     cid: uuid.UUID,
     *,
@@ -71,10 +71,8 @@ async def _conversation_page(
     error: str | None = None,
     status: int = 200,
 ) -> Response[Any]:
-    async with autocommit(db) as conn:
-        found = await _find(conn, agent, cid)
-        said = await conversations.latest(conn, cid, PAGE, before)
-    view = conversation_view(found, said, agent, datetime.now(UTC), paged_back=before is not None)
+    page = await conversation_service(request).transcript(agent.identity.tenant_id, cid, before=before)
+    view = conversation_view(page.conversation, page.messages, agent, datetime.now(UTC), paged_back=before is not None)
     return console_page(
         "conversation.html",
         status=status,
@@ -84,9 +82,12 @@ async def _conversation_page(
         error=error,
         reasons=REASONS,
         roles=ROLES,
-        locales=LOCALES,
+        languages=dict(LOCALES),
         waited=waited,
         clock=clock,
+        moment=moment,
+        language=language,
+        audited=audited,
     )
 
 
@@ -98,19 +99,21 @@ class HandoverController(Controller):
 
     @get("/queue")
     async def queue_page(
-        self, agent: NamedDependency[ConsoleSession], db_engine: NamedDependency[AsyncEngine]
+        self,
+        request: Request,  # type: ignore[type-arg]
+        agent: NamedDependency[ConsoleSession],
     ) -> Response[Any]:
-        async with autocommit(db_engine) as conn:
-            waiting = await conversations.queue(conn, agent.identity.tenant_id)
+        waiting = await conversation_service(request).queue(agent.identity.tenant_id)
         return console_page("queue.html", agent=agent, rows=queue_rows(waiting))
 
     @get("/queue.json")
     async def queue_json(
-        self, agent: NamedDependency[ConsoleSession], db_engine: NamedDependency[AsyncEngine]
+        self,
+        request: Request,  # type: ignore[type-arg]
+        agent: NamedDependency[ConsoleSession],
     ) -> Response[QueueOut]:
         """The queue page's rows, which its script asks for every two seconds."""
-        async with autocommit(db_engine) as conn:
-            waiting = await conversations.queue(conn, agent.identity.tenant_id)
+        waiting = await conversation_service(request).queue(agent.identity.tenant_id)
         return Response(QueueOut(waiting=queue_rows(waiting)), headers=SECURITY_HEADERS)
 
     @post("/conversations/{conversation_id:str}/take")
@@ -119,58 +122,48 @@ class HandoverController(Controller):
         request: Request,  # type: ignore[type-arg]
         agent: NamedDependency[ConsoleSession],
         form: NamedDependency[FormMultiDict],  # asked for its CSRF check
-        db_engine: NamedDependency[AsyncEngine],
         conversation_id: FromPath[str],
     ) -> Response[Any]:
-        cid, me = _id(conversation_id), agent.identity
-        # The take and its notice commit together: the customer never reads "joined" for a lost take.
-        async with db_engine.begin() as conn:
-            waited = await conversations.take(conn, me.tenant_id, cid, me.agent_id)
-            found = await _find(conn, agent, cid)
-            if waited is not None:
-                notice = render_notice("joined", found.locale, name=me.display_name)
-                await conversations.append(conn, cid, "system", notice, agent_id=me.agent_id)
-        if waited is None:
-            if found.status == "agent" and found.agent_id == me.agent_id:
+        cid = _id(conversation_id)
+        taken = await conversation_service(request).take(agent_of(agent), cid)
+        if isinstance(taken, TakeRefused):
+            found = taken.conversation
+            if found.status == "agent" and found.agent_id == agent.identity.agent_id:
                 return Redirect(_page_of(cid), status_code=303)  # a second click of the same agent
-            taken = found.status == "agent"
+            by_another = found.status == "agent"
             return console_page(
                 "error.html",
                 status=409,
                 agent=agent,
-                title="Already taken" if taken else "Not waiting",
-                message=f"{TAKEN} ({found.agent_name})." if taken else "This conversation is not waiting any more.",
+                title="Already taken" if by_another else "Not waiting",
+                message=f"{TAKEN} ({found.agent_name})."
+                if by_another
+                else "This conversation is not waiting any more.",
                 back=f"{PATH}/queue",
                 back_label="Back to the waiting conversations",
             )
-        HANDOVER_WAIT_BY(me.tenant_slug).observe(waited.total_seconds())
-        wakeups(request).wake(cid)
         return Redirect(_page_of(cid), status_code=303)
 
     @get("/conversations/{conversation_id:str}")
     async def conversation(
         self,
+        request: Request,  # type: ignore[type-arg]
         agent: NamedDependency[ConsoleSession],
-        db_engine: NamedDependency[AsyncEngine],
         conversation_id: FromPath[str],
         before: Before = None,
     ) -> Response[Any]:
-        return await _conversation_page(db_engine, agent, _id(conversation_id), before=before)
+        return await _conversation_page(request, agent, _id(conversation_id), before=before)
 
     @get("/conversations/{conversation_id:str}/events")
     async def events(
         self,
         request: Request,  # type: ignore[type-arg]
         agent: NamedDependency[ConsoleSession],
-        db_engine: NamedDependency[AsyncEngine],
         conversation_id: FromPath[str],
         after: After = 0,
     ) -> ServerSentEvent:
         """The page's live transcript: the messages after `after`, then each new one, and the status."""
-        cid = _id(conversation_id)
-        async with autocommit(db_engine) as conn:
-            await _find(conn, agent, cid)  # a 404 before any stream
-        return feed(request, db_engine, agent.identity.tenant_id, cid, after)
+        return await feed(request, agent.identity.tenant_id, _id(conversation_id), after)
 
     @post("/conversations/{conversation_id:str}/messages")
     async def reply(
@@ -178,24 +171,16 @@ class HandoverController(Controller):
         request: Request,  # type: ignore[type-arg]
         agent: NamedDependency[ConsoleSession],
         form: NamedDependency[FormMultiDict],
-        db_engine: NamedDependency[AsyncEngine],
         conversation_id: FromPath[str],
     ) -> Response[Any]:
-        cid, me = _id(conversation_id), agent.identity
-        async with db_engine.begin() as conn:
-            found = await _find(conn, agent, cid)
-            if found.status != "agent" or found.agent_id != me.agent_id:
-                raise PermissionDeniedException(f"{NOT_YOURS}.")
-            error: str | None = None
-            try:
-                said = reply_text(form)
-            except msgspec.ValidationError as exc:
-                error = f"The reply was not sent: {exc}."
-            else:
-                await conversations.append(conn, cid, "agent", said, agent_id=me.agent_id)
-        if error is not None:
-            return await _conversation_page(db_engine, agent, cid, reply=field(form, "text"), error=error, status=400)
-        wakeups(request).wake(cid)
+        cid, service, me = _id(conversation_id), conversation_service(request), agent_of(agent)
+        try:
+            said = reply_text(form)
+        except msgspec.ValidationError as exc:
+            await service.mine(me, cid)  # not theirs: refused before the text is judged
+            error = f"The reply was not sent: {exc}."
+            return await _conversation_page(request, agent, cid, reply=field(form, "text"), error=error, status=400)
+        await service.reply(me, cid, said)
         return Redirect(f"{_page_of(cid)}#reply", status_code=303)
 
     @post("/conversations/{conversation_id:str}/release")
@@ -204,15 +189,7 @@ class HandoverController(Controller):
         request: Request,  # type: ignore[type-arg]
         agent: NamedDependency[ConsoleSession],
         form: NamedDependency[FormMultiDict],  # asked for its CSRF check
-        db_engine: NamedDependency[AsyncEngine],
         conversation_id: FromPath[str],
     ) -> Response[Any]:
-        cid, me = _id(conversation_id), agent.identity
-        async with db_engine.begin() as conn:
-            released = await conversations.release(conn, me.tenant_id, cid, me.agent_id)
-            found = await _find(conn, agent, cid)
-            if not released:
-                raise PermissionDeniedException(f"{NOT_YOURS}.")
-            await conversations.append(conn, cid, "system", render_notice("back", found.locale))
-        wakeups(request).wake(cid)
+        await conversation_service(request).release(agent_of(agent), _id(conversation_id))
         return Redirect(f"{PATH}/queue", status_code=303)

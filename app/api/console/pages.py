@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.console.session import PATH, LoginRequired, login_csrf_cookie
 from app.api.console.views import LOCALES, statement_view
+from app.conversations.values import NotYours
 from app.data.agents import ConsoleSession
 from app.data.audit import recent_answers
 from app.data.database import autocommit
@@ -26,6 +27,7 @@ from app.errors import DatabaseUnavailable, NotFound, Shed, UnreadableData
 from app.security import new_csrf_token
 from app.settings import Settings
 
+NOT_YOURS = "Only the agent who has this conversation can reply to it or hand it back"
 # Pages hold customers' data: never cached, never framed, never followed by a full Referer.
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
@@ -129,6 +131,10 @@ def _database_unavailable(request: Request, exc: DatabaseUnavailable) -> Respons
     return _error(503, "Unavailable", message, headers={"Retry-After": str(exc.retry_after_s)})
 
 
+def _not_yours(request: Request, exc: NotYours) -> Response[Any]:  # type: ignore[type-arg]
+    return _error(403, "Refused", f"{NOT_YOURS}.")
+
+
 def _unreadable_data(request: Request, exc: UnreadableData) -> Response[Any]:  # type: ignore[type-arg]
     return _error(422, "Unreadable data", str(exc))
 
@@ -140,5 +146,6 @@ EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     NotFound: _not_found,
     Shed: _shed,
     DatabaseUnavailable: _database_unavailable,
+    NotYours: _not_yours,
     UnreadableData: _unreadable_data,
 }

@@ -26,6 +26,7 @@ from app.answers.messages import Ask, ChatEvent, final_answer
 from app.answers.schemas import ExplanationRequest
 from app.api.body import form_body, refuse_control_characters
 from app.api.console.forms import CSRF_REFUSED, field, form_csrf_matches, provide_form, question_request
+from app.api.console.conversation_views import cached_from
 from app.api.console.pages import EXCEPTION_HANDLERS, SECURITY_HEADERS, account_page, console_page, sign_in_page
 from app.api.console.session import (
     LOGIN_CSRF_COOKIE,
@@ -245,4 +246,5 @@ class ConsoleController(Controller):
                 record = await find_answer(conn, agent.identity.tenant_id, key)
         if record is None:
             raise NotFound(f"answer {answer_id!r} not found")
-        return console_page("answer.html", agent=agent, view=answer_view(record), locales=LOCALES)
+        view = answer_view(record)
+        return console_page("answer.html", agent=agent, view=view, canonical=cached_from(record), locales=LOCALES)

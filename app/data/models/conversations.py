@@ -58,4 +58,9 @@ class ConversationMessage(Base):
     context: Mapped[dict[str, Any] | None] = mapped_column(JSONB)
     choices: Mapped[list[str] | None] = mapped_column(JSONB)
     agent_id: Mapped[int | None] = mapped_column(ForeignKey("agents.id", ondelete="SET NULL"))
+    # The language the message was written or answered in (its `lang` in the console); none before 0021.
+    locale: Mapped[str | None] = mapped_column(String(16))
+    # An answer's own audit row: a cached answer keeps the canonical answer's `answer_id`, while this row
+    # holds the customer's question and says it was served from the cache.
+    audit_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     created_at: Mapped[datetime] = created_at_column()

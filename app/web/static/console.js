@@ -116,10 +116,22 @@ function tickWaits() {
       const link = tr.querySelector("a.customer");
       link.href = item.url;
       link.textContent = item.customer_ref;
+      const started = tr.querySelector(".started time");
+      started.dateTime = item.started_at;
+      started.textContent = item.started;
+      tr.querySelector("button .visually-hidden").textContent =
+        ` the conversation of ${item.customer_ref} started ${item.started}`;
+      tr.querySelector(".first").textContent = item.first_question;
+      tr.querySelector(".first").lang = item.locale;
+      tr.querySelector(".last").lang = item.locale;
+      tr.querySelector(".language").textContent = item.language;
       tr.querySelector("form").action = `${item.url}/take`;
     }
     tr.querySelector(".reason").textContent = item.reason;
     tr.querySelector(".last").textContent = item.last_text;
+    const lastAt = tr.querySelector(".last-at time");
+    if (item.last_at) lastAt.dateTime = item.last_at;
+    lastAt.textContent = item.last;
     const cell = tr.querySelector(".waited");
     cell.dataset.waitingS = String(item.waiting_s);
     cell.dataset.since = String(Date.now() - item.waiting_s * 1000);
@@ -166,24 +178,34 @@ function tickWaits() {
   const roles = { customer: "Customer", assistant: "Assistant", agent: "Agent", system: "Notice" };
   let after = Number(list.dataset.after);
 
+  const languages = JSON.parse(list.dataset.languages || "{}");
+
   function show(message) {
     if (message.seq <= after) return;  // already shown (a feed opened again)
     after = message.seq;
     const li = template.content.firstElementChild.cloneNode(true);
+    const lang = message.locale || list.dataset.locale;  // the language it was written or answered in
     li.classList.add(message.role);
     li.dataset.seq = String(message.seq);
     li.querySelector(".who").textContent = (message.role === "agent" && message.agent_name) || roles[message.role];
     const time = li.querySelector("time");
     time.dateTime = message.created_at;
     time.textContent = new Date(message.created_at).toISOString().slice(11, 19);
-    if (message.answer_id) {
+    li.querySelector(".in").textContent = `· in ${languages[lang] || lang}`;
+    const audit = message.audit_id || message.answer_id;  // this request's own row, even for a cached answer
+    if (audit) {
       const link = document.createElement("a");
       link.className = "audit";
-      link.href = `/console/answers/${message.answer_id}`;
+      link.href = `/console/answers/${audit}`;
       link.textContent = "audited answer";
-      li.querySelector(".meta").append(" · ", link);
+      const span = document.createElement("span");
+      span.className = "link";
+      span.append("· ", link);
+      li.querySelector(".meta").append(" ", span);
     }
-    li.querySelector(".text").textContent = message.text;
+    const text = li.querySelector(".text");
+    text.lang = lang;
+    text.textContent = message.text;
     list.append(li);
   }
 
