@@ -83,7 +83,7 @@ def truthful_plan(prompt: str) -> str:
 
 
 def _fake(conn: Connection, delay_s: float) -> None:
-    from tests.fakes.sglang_server import RunningFake, Script
+    from bench.fakes.sglang_server import RunningFake, Script
 
     running = RunningFake()
     running.fake.answer_for = lambda prompt: Script(text=truthful_plan(prompt), hang_s=delay_s, token_delay_s=0.0)

@@ -59,7 +59,7 @@ TOOK = re.compile(r"^About .*: $")
 def _plan(prompt: str) -> str:
     """The plan a truthful model writes: the claim the prompt's START WITH names, from its FACTS (the
     last FACTS block: the examples come first)."""
-    from tests.plans import plan
+    from bench.fakes.plans import plan
 
     facts = prompt.rsplit("FACTS\n", 1)[-1]
     start = (re.search(r"^START WITH: (.+)$", facts, re.M) or ["", ""])[1]
@@ -81,7 +81,7 @@ def _plan(prompt: str) -> str:
 
 def _engine(conn: Connection, prefill_s: float, token_s: float) -> None:
     """The fake SGLang server at a model's pace, in this (child) process until the parent hangs up."""
-    from tests.fakes.sglang_server import RunningFake, Script
+    from bench.fakes.sglang_server import RunningFake, Script
 
     running = RunningFake()
     running.fake.answer_for = lambda prompt: Script(text=_plan(prompt), hang_s=prefill_s, token_delay_s=token_s)
@@ -287,7 +287,9 @@ def main(argv: list[str] | None = None) -> None:
                     await three_turns(lv, c, i, r, (TURNS[0], HANDOVER) if asks else TURNS)
 
                 run = open_loop(level, args.rate, args.duration, talk)
-                levels.append(asyncio.run(run_level(base, slug, usernames[:n], run, level, args.handling, args.poll)))
+                levels.append(
+                    asyncio.run(run_level(base, slug, usernames[:n], run, level.turns, args.handling, args.poll))
+                )
     print(
         f"POST /v1/chat through the whole service (one worker), fake SGLang at {args.prefill_ms:g} ms to the first"
         f" token + {args.token_ms:g} ms a token, open loop, {args.duration:g} s of arrivals per phase,"

@@ -8,9 +8,9 @@ import asyncio
 import math
 import re
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
@@ -21,12 +21,17 @@ from app.data.agents import create_agent
 from app.data.database import create_engine
 from app.data.tenants import set_limits
 
-if TYPE_CHECKING:
-    from bench.conversations import Load
-
 AGENT_PASSWORD = "bench agents wait in line"
 HISTOGRAM = "bill_assistant_handover_wait_seconds"
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+class CustomerTurn(Protocol):
+    """A customer's turn as bench/conversations.py records it (read here, never imported: no cycle)."""
+
+    conversation_id: str | None
+    turn_status: str  # the turn event's: bot, waiting, agent
+    at: float  # perf_counter when the turn event came
 
 
 @dataclass
@@ -129,7 +134,13 @@ async def _agent(
 
 
 async def run_level(
-    base: str, slug: str, usernames: list[str], customers: Awaitable[None], load: Load, handling_s: float, poll_s: float
+    base: str,
+    slug: str,
+    usernames: list[str],
+    customers: Awaitable[None],
+    turns: Sequence[Sequence[CustomerTurn]],
+    handling_s: float,
+    poll_s: float,
 ) -> Level:
     """The customers' load (which hands some conversations over) beside the agents; the waits."""
     taken: dict[str, float] = {}
@@ -142,9 +153,7 @@ async def run_level(
         lost = sum(await asyncio.gather(*agents))
         after = await _histogram(http)
     diff = {le: after.get(le, 0.0) - before.get(le, 0.0) for le in after}
-    handed = {
-        t.conversation_id: t.at for c in load.turns for t in c if t.turn_status == "waiting" and t.conversation_id
-    }
+    handed = {t.conversation_id: t.at for c in turns for t in c if t.turn_status == "waiting" and t.conversation_id}
     waits = [taken[cid] - at for cid, at in handed.items() if cid in taken]
     count = diff.get(-2.0, 0.0)
     return Level(

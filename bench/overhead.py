@@ -6,7 +6,7 @@ One scratch copy of the demo bank; `bill-assistant serve` in its own process, on
 driven open loop (Poisson) on POST /v1/explanations with the same requests: a bill-change question
 on a random account, as of a fixed date. The paths:
 
-- model: ENGINE=sglang on the project's fake SGLang server (tests/fakes/sglang_server.py, in its own
+- model: ENGINE=sglang on the project's fake SGLang server (bench/fakes/sglang_server.py, in its own
   process) as a zero-latency engine (no token delay) that writes the plan the prompt's FACTS hold
   (the change and its largest cause), so the model's answer is served; ANSWER_CACHE_FILL=0 and
   BATCH_WORKER=0, so nothing fills the cache and every request goes to the engine. The engine costs
@@ -74,7 +74,7 @@ def _model_plan(prompt: str) -> str:
     """The plan a truthful model writes for a bill-change question (app/domain/plan.py): the change
     and its largest cause, as the prompt's FACTS give them (its last FACTS block: the examples come
     first)."""
-    from tests.plans import plan
+    from bench.fakes.plans import plan
 
     facts = prompt.rsplit("FACTS\n", 1)[-1]
     change = re.search(r"^change: (up|down|same)$", facts, re.M)
@@ -87,7 +87,7 @@ def _model_plan(prompt: str) -> str:
 def _fake_engine(conn: Connection, delay_s: float) -> None:
     """The fake SGLang server, answering after `delay_s`, in this (child) process until the parent
     hangs up."""
-    from tests.fakes.sglang_server import RunningFake, Script
+    from bench.fakes.sglang_server import RunningFake, Script
 
     running = RunningFake()
     running.fake.answer_for = lambda prompt: Script(text=_model_plan(prompt), hang_s=delay_s, token_delay_s=0.0)

@@ -25,9 +25,9 @@ from app.data.importer import ImportReport
 from app.data.tenants import create_tenant, issue_api_key
 from app.inference.embedded import EmbeddedEngine, default_model_path
 from app.settings import PROJECT_ROOT, Settings, get_settings
+from bench.fakes.sglang_server import RunningFake
 from tests.db_proxy import DatabaseProxy, in_front_of
 from tests.factories import import_document
-from tests.fakes.sglang_server import RunningFake
 
 
 def _admin_url() -> str:

@@ -143,7 +143,7 @@ def candidate_claims(facts: BillFacts) -> Iterator[Claim]:
 
 
 def claim_json(fields: dict[str, object]) -> str:
-    """A claim's JSON text as the model writes it under the grammar (tests/plans.py's form)."""
+    """A claim's JSON text as the model writes it under the grammar (bench/fakes/plans.py's form)."""
     return json.dumps(fields, ensure_ascii=False)
 
 

@@ -8,39 +8,12 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
-from typing import Any, Literal
 
 import httpx
-import uvicorn
 
 from app.settings import PROJECT_ROOT
-
-
-class ThreadedServer:
-    def __init__(self, app: Any, *, lifespan: Literal["auto", "on", "off"] = "on") -> None:
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan=lifespan))
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the server did not start")
-            time.sleep(0.01)
-
-    def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(10)
-
-    def kill(self) -> None:
-        """Stop like a killed process: the port closes and responses still being sent are cut off."""
-        self._server.force_exit = True  # no waiting for open responses: their tasks are cancelled
-        self.stop()
+from bench.fakes.server import ThreadedServer as ThreadedServer  # the tests' in-process servers
 
 
 def free_port() -> int:

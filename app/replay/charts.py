@@ -1,10 +1,13 @@
-"""The reports' charts, drawn with matplotlib (3.11, pinned in pyproject.toml) as inline SVG.
+"""The reports' charts, drawn with matplotlib (3.11, the `reports` extra in pyproject.toml) as inline SVG.
 
 Why matplotlib: it is maintained, draws axes, ticks, units and legends properly, and renders on the
 server to static SVG, so a report stays one self-contained HTML file that opens offline, with no
 JavaScript or CDN, and can be archived with the sign-off of an engine change. (Plotly and Bokeh
 would ship a megabyte of JavaScript into each report.) Text stays text (`svg.fonttype` none), and
 ids are salted per chart, so two charts on one page never share an element id.
+
+matplotlib is not the service's: it is imported when a chart is drawn, so the service, the gates and
+the text reports run without it, and an HTML report without it says how to get it.
 """
 
 from __future__ import annotations
@@ -13,19 +16,43 @@ import html
 import io
 import math
 from collections.abc import Mapping, Sequence
+from importlib import import_module
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-import matplotlib
-from matplotlib.figure import Figure  # drawn without pyplot: no display, no global figure state
-from matplotlib.ticker import FuncFormatter, PercentFormatter
+import click
 
 from app.replay.stats import cdf
 
-matplotlib.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3})
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 PERCENTILES = (0.5, 0.9, 0.99)
+MISSING = "an HTML report's charts need matplotlib (not the service's): pip install 'bill-assistant[reports]'"
+
+
+class ChartsUnavailable(click.ClickException):
+    """matplotlib is not installed (the `reports` extra): the command ends with MISSING, no traceback."""
+
+
+def _matplotlib() -> ModuleType:
+    try:
+        matplotlib = import_module("matplotlib")
+    except ImportError as exc:
+        raise ChartsUnavailable(MISSING) from exc
+    matplotlib.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.grid": True, "grid.alpha": 0.3})
+    return matplotlib
+
+
+def _figure(width: float, height: float) -> Figure:
+    _matplotlib()
+    from matplotlib.figure import Figure  # drawn without pyplot: no display, no global figure state
+
+    return Figure(figsize=(width, height))
 
 
 def _svg(figure: Figure, kind: str, caption: str) -> str:
-    matplotlib.rcParams["svg.hashsalt"] = kind  # stable, distinct ids per chart
+    _matplotlib().rcParams["svg.hashsalt"] = kind  # stable, distinct ids per chart
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", bbox_inches="tight")
     svg = buffer.getvalue()
@@ -38,7 +65,7 @@ def _svg(figure: Figure, kind: str, caption: str) -> str:
 
 def cdf_chart(kind: str, series: Mapping[str, Sequence[float]], caption: str) -> str:
     """Latency CDFs (ms, log scale) of each named series, with the P50/P90/P99 lines marked."""
-    figure = Figure(figsize=(7.5, 3.6))
+    figure = _figure(7.5, 3.6)
     axes = figure.add_subplot()
     drawn = 0
     for name, values in series.items():
@@ -49,6 +76,8 @@ def cdf_chart(kind: str, series: Mapping[str, Sequence[float]], caption: str) ->
         drawn += 1
     if not drawn:
         return f"<p>{html.escape(caption)}: no successful requests</p>"
+    from matplotlib.ticker import FuncFormatter, PercentFormatter  # _figure has checked it is there
+
     axes.set_xscale("log")
     axes.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     axes.set_xlabel("latency (ms, log scale)")
@@ -72,7 +101,9 @@ def cdf_chart(kind: str, series: Mapping[str, Sequence[float]], caption: str) ->
 
 def bar_chart(kind: str, shares: dict[str, float], caption: str) -> str:
     """One horizontal bar per name: a share (0..1), labelled with its value."""
-    figure = Figure(figsize=(6.5, 0.5 + 0.45 * max(len(shares), 1)))
+    figure = _figure(6.5, 0.5 + 0.45 * max(len(shares), 1))
+    from matplotlib.ticker import PercentFormatter
+
     axes = figure.add_subplot()
     names = list(shares)
     bars = axes.barh(names, [shares[n] for n in names], color=[f"C{i}" for i in range(len(names))])

@@ -20,10 +20,10 @@ from app.data.database import autocommit
 from app.data.history import load_history
 from app.domain.facts import compute_facts
 from app.settings import Settings
+from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, GOOD_SHOWN, plan
+from bench.fakes.sglang_server import RunningFake, Script
 from tests.browser.helpers import screenshot
 from tests.factories import account, customer, document, tx
-from tests.fakes.sglang_server import RunningFake, Script
-from tests.plans import CHANGE_UP, DRIVER_1_UP, GOOD_SHOWN, plan
 from tests.servers import ThreadedServer
 from tests.waiting import until
 

@@ -25,10 +25,10 @@ from app.domain.facts import compute_facts
 from app.domain.knowledge import ArticleIn
 from app.prompts import phrases
 from app.settings import Settings
+from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, GOOD_SHOWN, plan
+from bench.fakes.sglang_server import FakeSGLang, RunningFake, Script
 from tests.browser.helpers import screenshot
 from tests.factories import account, customer, document
-from tests.fakes.sglang_server import FakeSGLang, RunningFake, Script
-from tests.plans import CHANGE_UP, DRIVER_1_UP, GOOD_SHOWN, plan
 from tests.servers import ThreadedServer
 from tests.waiting import until
 

@@ -17,14 +17,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.domain.vocabulary import Channel
 from app.replay.ab import EngineProfile
 from app.replay.traffic import Arrival, dumps
+from bench.fakes.plans import GOOD, plan
+from bench.fakes.sglang_server import RunningFake, Script
 from tests.factories import document
-from tests.fakes.sglang_server import RunningFake, Script
-from tests.plans import GOOD, plan
 
 BILL = "Why is my bill higher than last month?"
 PAYMENT = "Did my payment arrive?"
 # At these times: a miss, another intent's miss, then each intent again (the fill after a miss has
-# cached the canonical answers by then). Account A-1: 12.00 higher, nothing paid (tests/plans.py).
+# cached the canonical answers by then). Account A-1: 12.00 higher, nothing paid (bench/fakes/plans.py).
 AS_OF = date(2026, 11, 10)  # before the due date: unpaid
 TRAFFIC: list[tuple[float, Channel, str]] = [
     (0.0, "api", BILL),

@@ -16,9 +16,9 @@ from app.api.app import create_app
 from app.data.tenants import set_limits
 from app.domain.priority import sglang_priority
 from app.settings import Settings
+from bench.fakes.plans import GOOD
+from bench.fakes.sglang_server import RunningFake, Script
 from tests.factories import document
-from tests.fakes.sglang_server import RunningFake, Script
-from tests.plans import GOOD
 from tests.servers import ThreadedServer
 from tests.waiting import until
 

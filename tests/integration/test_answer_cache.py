@@ -21,10 +21,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.api.app import create_app
 from app.domain.priority import sglang_priority
 from app.settings import Settings
+from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, GOOD, GOOD_SHOWN, plan
+from bench.fakes.sglang_server import RunningFake, Script
 from tests.factories import OCT, SEPT, account, customer, document, import_document, statement
-from tests.fakes.sglang_server import RunningFake, Script
 from tests.metrics import sample
-from tests.plans import CHANGE_UP, DRIVER_1_UP, GOOD, GOOD_SHOWN, plan
 from tests.waiting import until
 
 SHOWN = GOOD_SHOWN  # what the canonical plan GOOD says

@@ -22,11 +22,11 @@ from app.data.fill_leader import hold, let_go
 from app.data.tenants import create_tenant, issue_api_key
 from app.domain.intents import CANONICAL_QUESTIONS
 from app.settings import Settings
+from bench.fakes.plans import GOOD
+from bench.fakes.sglang_server import RunningFake, Script
 from tests.conftest import _admin_url
 from tests.factories import account, customer, document, import_document, statement
-from tests.fakes.sglang_server import RunningFake, Script
 from tests.metrics import sample
-from tests.plans import GOOD
 from tests.servers import free_port, start_service, stop_service, wait_until_healthy
 from tests.waiting import until
 

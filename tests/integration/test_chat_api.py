@@ -27,15 +27,15 @@ from app.domain.priority import sglang_priority
 from app.inference.scheduler import Scheduler
 from app.security import CustomerClaims, issue_token, read_token
 from app.settings import Settings
+from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, GOOD, GOOD_SHOWN, plan
+from bench.fakes.sglang_server import RunningFake, Script
 from tests.factories import account, customer, document
-from tests.fakes.sglang_server import RunningFake, Script
-from tests.plans import CHANGE_UP, DRIVER_1_UP, GOOD, GOOD_SHOWN, plan
 from tests.servers import ThreadedServer
 from tests.waiting import until
 
 QUESTION = "Why is my bill higher than last month?"
 SECRET = "test-secret"
-# The model writes a plan (tests/plans.py); the customer reads its claims in reviewed wordings, one
+# The model writes a plan (bench/fakes/plans.py); the customer reads its claims in reviewed wordings, one
 # delta per claim, released once the plan holds what the question needs (the change and its cause).
 _CAUSE = GOOD_SHOWN.index(" The largest change")
 GOOD_DELTAS = [GOOD_SHOWN[:_CAUSE], GOOD_SHOWN[_CAUSE:]]  # the change, then its cause

@@ -1,7 +1,7 @@
 """Complete by construction, through the service: a two-part question is answered whole, the claims
 its answer must hold come first and are said before the engine has written anything, the JSON answer
 carries each claim resolved, and a bank's own answer policy is followed and versioned. The engine is
-the fake SGLang server (tests/fakes/sglang_server.py)."""
+the fake SGLang server (bench/fakes/sglang_server.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from litestar.testing import AsyncTestClient
 
 from app.api.app import create_app
 from app.prompts import PROMPT_VERSION
-from tests.fakes.sglang_server import RunningFake, Script
+from bench.fakes.plans import GOOD
+from bench.fakes.sglang_server import RunningFake, Script
 from tests.integration.test_chat_api import bank, events, llm_settings, token_for
-from tests.plans import GOOD
 
 __all__ = ["bank"]  # the fixture
 

@@ -34,9 +34,9 @@ from app.demo import TENANTS
 from app.domain.facts import compute_facts
 from app.security import hash_password, verify_password
 from app.settings import Settings, get_settings
+from bench.fakes.plans import GOOD, GOOD_SHOWN
+from bench.fakes.sglang_server import RunningFake, Script
 from tests.factories import account, customer, document
-from tests.fakes.sglang_server import RunningFake, Script
-from tests.plans import GOOD, GOOD_SHOWN
 from tests.waiting import until
 
 PASSWORD = "correct horse battery staple"

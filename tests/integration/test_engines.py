@@ -21,7 +21,7 @@ from app.errors import EngineError
 from app.inference.embedded import EmbeddedEngine, default_model_path
 from app.inference.engine import Engine, Finished, GenerationRequest, TextDelta
 from app.inference.sglang import SGLangEngine
-from tests.fakes.sglang_server import RunningFake, Script
+from bench.fakes.sglang_server import RunningFake, Script
 from tests.histories import GYM, OCT, SEP, history
 from tests.waiting import until
 

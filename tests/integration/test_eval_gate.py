@@ -17,8 +17,8 @@ from app.cli import main
 from app.eval import golden
 from app.eval.run import demo_policy
 from app.settings import get_settings
-from tests.fakes.sglang_server import RunningFake, Script
-from tests.plans import plan, true_plan
+from bench.fakes.plans import plan, true_plan
+from bench.fakes.sglang_server import RunningFake, Script
 
 # The zh-CN payment questions whose plan the flipping profile turns around: the status it claims.
 FLIPPED = {

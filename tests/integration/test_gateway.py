@@ -29,11 +29,11 @@ from app.api.app import create_app
 from app.inference.engine import Finished, GenerationRequest, TextDelta
 from app.inference.sglang import SGLangEngine
 from app.settings import Settings
+from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, GOOD, GOOD_SHOWN, plan
+from bench.fakes.sglang_server import FakeSGLang, RunningFake, Script, tokens
 from tests.factories import document
-from tests.fakes.sglang_server import FakeSGLang, RunningFake, Script, tokens
 from tests.gateway import RunningGateway
 from tests.integration.test_chat_api import BAD, GOOD_DELTAS, events, token_for
-from tests.plans import CHANGE_UP, DRIVER_1_UP, GOOD, GOOD_SHOWN, plan
 from tests.servers import ThreadedServer
 from tests.waiting import until
 

@@ -11,9 +11,9 @@ from litestar.testing import AsyncTestClient
 
 from app.api.app import create_app
 from app.prompts import render_intent_prompt
-from tests.fakes.sglang_server import RunningFake, Script
+from bench.fakes.plans import plan
+from bench.fakes.sglang_server import RunningFake, Script
 from tests.integration.test_chat_api import ask, bank, events, llm_settings, token_for
-from tests.plans import plan
 
 __all__ = ["bank"]  # the fixture
 CHOOSER = "You sort customers' questions"

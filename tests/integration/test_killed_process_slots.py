@@ -15,8 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.data.admission import ALIVE_TTL_S
 from app.data.tenants import set_limits
+from bench.fakes.sglang_server import RunningFake, Script
 from tests.factories import document
-from tests.fakes.sglang_server import RunningFake, Script
 from tests.servers import free_port, start_service, stop_service, wait_until_healthy
 from tests.waiting import until
 

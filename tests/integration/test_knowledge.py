@@ -2,7 +2,7 @@
 person, retrieval scoped to the tenant, and answers that quote the live passage verbatim with its
 source: a policy question's passage, the reason for an interest line, nothing for a question the
 library does not answer. Real Postgres; the engine is off (the deterministic answer) or the fake
-SGLang server (tests/fakes/sglang_server.py)."""
+SGLang server (bench/fakes/sglang_server.py)."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from app.data.knowledge import approve, import_library, library, save_draft, ver
 from app.data.knowledge_search import search
 from app.domain.knowledge import ArticleIn, parse_library
 from app.settings import Settings
+from bench.fakes.plans import plan
+from bench.fakes.sglang_server import RunningFake, Script
 from tests.factories import GYM_STORY, account, customer, document, tx
-from tests.fakes.sglang_server import RunningFake, Script
-from tests.plans import plan
 from tests.waiting import until
 
 INTEREST_TEXT = (

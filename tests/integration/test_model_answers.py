@@ -19,10 +19,10 @@ from app.api.app import create_app
 from app.domain.priority import sglang_priority
 from app.prompts import PROMPT_VERSION
 from app.settings import Settings
+from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, GOOD, GOOD_SHOWN, plan
+from bench.fakes.sglang_server import RunningFake, Script
 from tests.factories import document
-from tests.fakes.sglang_server import RunningFake, Script
 from tests.metrics import sample
-from tests.plans import CHANGE_UP, DRIVER_1_UP, GOOD, GOOD_SHOWN, plan
 
 UNPAID = {"claim": "payment_status", "status": "unpaid"}  # A-1 on 10 November: nothing paid since October closed
 

@@ -11,10 +11,10 @@ from litestar.testing import AsyncTestClient
 
 from app.api.app import create_app
 from app.settings import Settings
+from bench.fakes.plans import GOOD
+from bench.fakes.sglang_server import RunningFake, Script
 from tests.factories import document
-from tests.fakes.sglang_server import RunningFake, Script
 from tests.metrics import sample
-from tests.plans import GOOD
 
 SEQUENTIAL = ("auth", "admission", "db", "facts", "explain", "prompt", "engine", "validate", "audit")
 # The model's end of a plan that is refused once it ends (a field a plan does not have): every stage

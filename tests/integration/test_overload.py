@@ -12,11 +12,11 @@ import pytest
 
 from app.api.app import create_app
 from app.settings import Settings
+from bench.fakes.plans import GOOD, plan
+from bench.fakes.sglang_server import RunningFake, Script
 from tests.factories import document
-from tests.fakes.sglang_server import RunningFake, Script
 from tests.integration.test_admission_api import QUESTION
 from tests.metrics import sample
-from tests.plans import GOOD, plan
 from tests.servers import ThreadedServer
 from tests.waiting import until
 

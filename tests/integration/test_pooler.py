@@ -32,9 +32,9 @@ from app.cli import main
 from app.data.agents import create_agent
 from app.data.tenants import set_limits
 from app.settings import Settings, get_settings
+from bench.fakes.plans import GOOD
+from bench.fakes.sglang_server import RunningFake, Script
 from tests.factories import account, customer, document, write_csv
-from tests.fakes.sglang_server import RunningFake, Script
-from tests.plans import GOOD
 from tests.servers import ThreadedServer, free_port
 
 PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"  # Debian's package puts it in sbin

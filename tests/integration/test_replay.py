@@ -12,9 +12,9 @@ from app.domain.vocabulary import Channel
 from app.replay.run import replay
 from app.replay.traffic import Arrival
 from app.settings import Settings
+from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, plan
+from bench.fakes.sglang_server import RunningFake, Script
 from tests.factories import document
-from tests.fakes.sglang_server import RunningFake, Script
-from tests.plans import CHANGE_UP, DRIVER_1_UP, plan
 from tests.servers import ThreadedServer
 
 

@@ -15,8 +15,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bench.fakes.sglang_server import RunningFake
 from tests.factories import document
-from tests.fakes.sglang_server import RunningFake
 from tests.servers import free_port, start_service, stop_service, wait_until_healthy
 
 QUESTION = {"account_ref": "A-1", "question": "Why is my bill higher than last month?", "as_of": "2026-11-10"}

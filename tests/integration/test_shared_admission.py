@@ -19,8 +19,8 @@ from app.data.tenants import set_limits
 from app.domain.priority import TenantLimits, Verdict
 from app.errors import Shed
 from app.inference.scheduler import Scheduler
+from bench.fakes.sglang_server import FakeSGLang, Script
 from tests.factories import document
-from tests.fakes.sglang_server import FakeSGLang, Script
 from tests.servers import ThreadedServer, free_port, start_service, wait_until_healthy
 
 QUESTION = {"account_ref": "A-1", "question": "Why is my bill higher than last month?", "as_of": "2026-11-10"}

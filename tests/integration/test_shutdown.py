@@ -14,8 +14,8 @@ import httpx
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bench.fakes.sglang_server import RunningFake, Script
 from tests.factories import document
-from tests.fakes.sglang_server import RunningFake, Script
 from tests.servers import free_port, start_service, wait_until_healthy
 from tests.waiting import until
 

@@ -38,9 +38,9 @@ from app.domain.policy import TenantPolicy
 from app.domain.records import Line
 from app.domain.understanding import Context, Reading, understand
 from app.domain.vocabulary import Intent
+from bench.fakes.plans import grammar_regex, schema_instance
 from tests.generated_facts import candidate_claims, random_facts
 from tests.histories import GYM, OCT, SEP, history
-from tests.plans import grammar_regex, schema_instance
 
 D = Decimal
 UNPAID = compute_facts(history(GYM, [SEP, OCT]), date(2026, 11, 10))  # 124.99, +12.00 City Gym, due 25 Nov

@@ -18,8 +18,8 @@ from app.domain.reasons import Reason
 from app.inference.engine import Event, Finished, GenerationRequest, TextDelta
 from app.inference.scheduler import Scheduler
 from app.timing import Stopwatch
+from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, plan
 from tests.histories import GYM, OCT, SEP, history
-from tests.plans import CHANGE_UP, DRIVER_1_UP, plan
 
 FACTS = compute_facts(history(GYM, [SEP, OCT]), date(2026, 11, 10))  # 12.00 higher, City Gym; unpaid
 CHANGE = "Your bill is 12.00 EUR higher than last month: the new balance is 124.99 EUR, against 112.99 EUR"

@@ -27,9 +27,9 @@ from app.domain.plan import FITS, LEAD, PlanCheck, ordered
 from app.domain.plan_schema import plan_grammar, plan_schema
 from app.domain.slots import items
 from app.domain.vocabulary import Intent
+from bench.fakes.plans import grammar_regex
 from tests.generated_facts import accepted_alone, candidate_claims, random_facts
 from tests.histories import GYM, OCT, SEP, history
-from tests.plans import grammar_regex
 
 INTENTS: list[Intent] = ["bill_change", "charge", "fees_interest", "payment"]
 

@@ -198,7 +198,7 @@ def flips(facts: BillFacts, rng: random.Random) -> Iterator[Case]:
 
 
 def plan_text(claims: list[dict[str, Any]]) -> str:
-    """The model's output: compact, as the grammar writes it (tests/plans.py)."""
+    """The model's output: compact, as the grammar writes it (bench/fakes/plans.py)."""
     return json.dumps({"claims": claims}, ensure_ascii=False)
 
 

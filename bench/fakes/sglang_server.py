@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.servers import ThreadedServer
+from bench.fakes.server import ThreadedServer
 
 SAMPLING_KEYS = {
     "max_new_tokens", "min_new_tokens", "temperature", "top_p", "top_k", "min_p", "frequency_penalty",

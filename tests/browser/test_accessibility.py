@@ -1,0 +1,230 @@
+"""WCAG 2.1 AA, measured: axe-core (the npm package pinned in tests/browser/axe/, installed by
+./scripts/dev test) runs in Debian's Chromium on the demo page with the widget (en and zh-CN, at
+rest, while an answer is written, after it, with choices, with an agent) and on every console page,
+and finds no serious or critical violation. At 375x667 the widget and its statement table fit.
+
+Pages are opened with CSP bypassed only so that axe's script can be injected; the CSP itself is
+held by the other browser tests."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.async_api import Browser, BrowserContext, Page, expect
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.api.app import create_app
+from app.data.agents import create_agent
+from app.settings import Settings
+from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, plan
+from bench.fakes.sglang_server import RunningFake, Script
+from tests.browser.helpers import screenshot
+from tests.factories import OCT, SEPT, account, customer, document, tx
+from tests.servers import ThreadedServer
+
+AXE = Path(__file__).parent / "axe" / "node_modules" / "axe-core" / "axe.min.js"
+WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+PASSWORD = "correct horse battery staple"
+PHONE = {"width": 375, "height": 667}
+CAFES = [
+    tx("T-1", "2026-09-03", "purchase", "100.00", "FreshMart"),
+    tx("T-3", "2026-10-03", "purchase", "100.00", "FreshMart"),
+    tx("T-7", "2026-10-08", "purchase", "6.20", "Blue Cafe"),
+    tx("T-8", "2026-10-09", "purchase", "4.80", "Cafe Nero"),
+    tx("T-6", "2026-10-15", "payment", "100.00", description="Payment - thank you"),
+]
+CUSTOMERS = {"en": "C-1001", "zh-CN": "C-2002"}
+
+
+@pytest.fixture
+async def bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Any:
+    tenant = await make_tenant("interactive")
+    cafes = customer("C-3003", accounts=[account("K-1", statements=[SEPT, OCT], transactions=CAFES)])
+    chinese = customer("C-2002", "zh-CN", [account("B-1", "CNY")])
+    await load(document(tenant.slug, [customer(), chinese, cafes]))
+    async with engine.begin() as conn:
+        await create_agent(conn, tenant.id, "ana", "Ana Agent", PASSWORD)
+    return tenant
+
+
+def _server(database_url: str, **extra: str) -> ThreadedServer:
+    env = {"ENGINE": "off", "DEMO_PAGE": "1", "COOKIE_SECURE": "0", "BATCH_WORKER": "0", "ANSWER_CACHE_FILL": "0"}
+    return ThreadedServer(create_app(Settings.from_env(env | {"API_KEY_CACHE_TTL": "0", **extra}), database_url))
+
+
+@pytest.fixture
+def server(database_url: str) -> Iterator[ThreadedServer]:
+    running = _server(database_url)
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+async def audited(browser: Browser) -> AsyncIterator[Callable[[], Awaitable[Page]]]:
+    """Pages axe can be injected into, each in a context of its own (a customer's session of its own)."""
+    contexts: list[BrowserContext] = []
+
+    async def new_page() -> Page:
+        contexts.append(await browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True))
+        return await contexts[-1].new_page()
+
+    yield new_page
+    for context in contexts:
+        await context.close()
+
+
+async def serious_violations(page: Page) -> list[str]:
+    """axe's serious and critical WCAG 2.1 A/AA violations on the page as it is now, one line each."""
+    if not await page.evaluate("typeof window.axe !== 'undefined'"):
+        await page.add_script_tag(path=str(AXE))
+    result = await page.evaluate(
+        "tags => axe.run(document, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']})", WCAG_AA
+    )
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+async def open_demo(page: Page, server: ThreadedServer, bank: Any, customer_ref: str) -> None:
+    await page.goto(f"{server.url}/demo?bank={bank.slug}&customer={customer_ref}")
+    await expect(page.locator("[data-bill-assistant] textarea")).to_be_visible()
+
+
+async def ask(page: Page, question: str) -> None:
+    await page.locator("[data-bill-assistant] textarea").fill(question)
+    await page.locator("[data-bill-assistant] textarea").press("Enter")
+
+
+async def answered(page: Page) -> None:
+    await expect(page.locator(".msg.assistant .answer[aria-busy=false]")).to_have_count(1)
+
+
+async def hand_over(page: Page, server: ThreadedServer, bank: Any, customer_ref: str) -> None:
+    """The customer asks for a person and waits (ENGINE=off: the request is recognised by its words)."""
+    await open_demo(page, server, bank, customer_ref)
+    await ask(page, "我想和人工客服通话" if customer_ref == CUSTOMERS["zh-CN"] else "I want to speak to a person")
+    await expect(page.locator("[data-bill-assistant] .banner")).to_be_visible()
+
+
+async def sign_in(page: Page, server: ThreadedServer, bank: Any) -> None:
+    await page.goto(f"{server.url}/console/login")
+    await page.get_by_label("Bank (tenant)").fill(bank.slug)
+    await page.get_by_label("Username").fill("ana")
+    await page.get_by_label("Password").fill(PASSWORD)
+    await page.get_by_role("button", name="Sign in").click()
+    await expect(page.get_by_role("heading", name="Find a customer")).to_be_visible()
+
+
+@pytest.mark.parametrize("language", ["en", "zh-CN"])
+async def test_the_widget_has_no_serious_violations_at_rest_answered_with_choices_and_with_an_agent(
+    browser: Browser, audited: Any, server: ThreadedServer, bank: Any, language: str
+) -> None:
+    page, found = await audited(), {}
+    await open_demo(page, server, bank, CUSTOMERS[language])
+    found["at rest"] = await serious_violations(page)
+    await ask(page, "为什么这个月的账单比上个月高？" if language == "zh-CN" else "Why is my bill higher?")
+    await answered(page)
+    found["answered"] = await serious_violations(page)
+
+    page = await audited()
+    await open_demo(page, server, bank, "C-3003")  # two cafes: the question is asked back with buttons
+    await ask(page, "what is the cafe one?")
+    await expect(page.locator("[data-bill-assistant] .choices button")).to_have_count(2)
+    found["with choices"] = await serious_violations(page)
+
+    page = await audited()
+    await hand_over(page, server, bank, CUSTOMERS[language])
+    found["waiting for an agent"] = await serious_violations(page)
+    agents = await browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        agent = await agents.new_page()
+        await sign_in(agent, server, bank)
+        await agent.goto(f"{server.url}/console/queue")
+        await agent.get_by_role("button", name="Take").first.click()
+        await agent.get_by_label("Your reply").fill("Hello, I am looking at your statement now.")
+        await agent.get_by_role("button", name="Send").click()
+        await expect(page.locator(".msg.agent")).to_have_count(1)
+    finally:
+        await agents.close()
+    found["with an agent"] = await serious_violations(page)
+    await screenshot(page, f"accessibility-widget-{language}")
+    assert found == {state: [] for state in found}
+
+
+async def test_the_widget_has_no_serious_violations_while_an_answer_is_written(
+    audited: Any, database_url: str, bank: Any, fake_sglang: RunningFake
+) -> None:
+    fake_sglang.fake.default = Script(text=plan(CHANGE_UP, DRIVER_1_UP), token_delay_s=0.15)
+    server = _server(database_url, ENGINE="sglang", SGLANG_URL=fake_sglang.url)
+    try:
+        page = await audited()
+        await open_demo(page, server, bank, "C-1001")
+        await ask(page, "Why is my bill higher?")
+        await expect(page.locator(".msg.assistant .answer[aria-busy=true]")).to_have_count(1)
+        await expect(page.locator(".msg.assistant .answer")).not_to_have_text("")
+        assert await serious_violations(page) == []
+    finally:
+        server.stop()
+
+
+async def test_every_console_page_has_no_serious_violations(audited: Any, server: ThreadedServer, bank: Any) -> None:
+    page, found = await audited(), {}
+    await page.goto(f"{server.url}/console/login")
+    found["sign-in"] = await serious_violations(page)
+    await sign_in(page, server, bank)
+    found["find a customer"] = await serious_violations(page)
+    await page.get_by_label(re.compile("Account")).fill("A-1")
+    await page.get_by_label(re.compile("Account")).press("Enter")
+    await expect(page.get_by_role("heading", name=re.compile("A-1"))).to_be_visible()
+    found["account"] = await serious_violations(page)
+    await page.get_by_role("button", name=re.compile("Answer|Ask")).first.click()
+    await page.get_by_role("link", name=re.compile("audited answer", re.I)).first.click()
+    found["answer"] = await serious_violations(page)
+
+    await hand_over(await audited(), server, bank, "C-1001")
+    await page.goto(f"{server.url}/console/queue")
+    await expect(page.get_by_role("button", name="Take")).to_have_count(1)
+    found["queue"] = await serious_violations(page)
+    await page.get_by_role("button", name="Take").click()
+    await expect(page.get_by_label("Your reply")).to_be_visible()
+    found["conversation"] = await serious_violations(page)
+    await page.goto(f"{server.url}/console/library")
+    found["library"] = await serious_violations(page)
+    articles = page.locator("main a[href*='/console/library/']")
+    if await articles.count():
+        await articles.first.click()
+        found["article"] = await serious_violations(page)
+    assert found == {name: [] for name in found}
+
+
+async def test_on_a_phone_the_widget_and_its_statement_table_fit(browser: Browser, server: ThreadedServer, bank: Any) -> None:
+    context = await browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    try:
+        page = await context.new_page()
+        await open_demo(page, server, bank, "C-1001")
+        await ask(page, "Why is my bill higher?")
+        await answered(page)
+        table = page.locator("[data-bill-assistant] table.facts")
+        await table.scroll_into_view_if_needed()
+        await expect(table).to_be_visible()
+        page_width = await page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert page_width[0] <= page_width[1], f"the page scrolls sideways: {page_width}"
+        # Every cell of the table is inside the screen and inside the chat's own box: nothing cut off.
+        widget = await page.locator("[data-bill-assistant]").bounding_box()
+        assert widget is not None
+        for cell in await table.locator("th, td").all():
+            box = await cell.bounding_box()
+            assert box is not None
+            assert box["x"] >= widget["x"] - 0.5, await cell.inner_text()
+            assert box["x"] + box["width"] <= min(widget["x"] + widget["width"], PHONE["width"]) + 0.5, (
+                await cell.inner_text()
+            )
+        await screenshot(page, "accessibility-phone-table")
+    finally:
+        await context.close()
