@@ -234,3 +234,43 @@ async def test_on_a_phone_the_widget_and_its_statement_table_fit(
         await screenshot(page, "accessibility-phone-table")
     finally:
         await context.close()
+
+
+# The live regions (role log/status/alert or aria-live other than off) whose text holds `needle`,
+# counting only the outermost: a screen reader reads a message once when exactly one holds it.
+ANNOUNCING = """([needle]) => {
+  const root = document.querySelector('[data-bill-assistant]').shadowRoot;
+  const live = [...root.querySelectorAll('[role=log],[role=status],[role=alert],[aria-live]')]
+    .filter(e => e.getAttribute('aria-live') !== 'off' && !e.hidden && e.textContent.includes(needle));
+  return live.filter(e => !live.some(o => o !== e && o.contains(e))).map(e => e.className || e.tagName);
+}"""
+
+
+async def test_the_widget_works_by_keyboard_alone_and_announces_each_message_once(
+    audited: Any, server: ThreadedServer, bank: Any
+) -> None:
+    page = await audited()
+    await open_demo(page, server, bank, "C-1001")
+    for _ in range(30):  # Tab from the top of the page to the question box
+        if await page.evaluate("document.activeElement?.shadowRoot?.activeElement?.tagName") == "TEXTAREA":
+            break
+        await page.keyboard.press("Tab")
+    else:
+        pytest.fail("the question box is not reachable with Tab")
+    await page.keyboard.type("Why is my bill higher?")
+    await page.keyboard.press("Enter")
+    await answered(page)
+    answer = await page.locator(".msg.assistant .answer").inner_text()
+    assert await page.evaluate(ANNOUNCING, [answer[:40]]) == ["log"]
+    # A follow-up button is reached with Tab and pressed with Enter: a second answer, announced once.
+    for _ in range(30):
+        focused = await page.evaluate("document.activeElement?.shadowRoot?.activeElement?.textContent ?? ''")
+        if focused == "And why?":
+            break
+        await page.keyboard.press("Tab")
+    else:
+        pytest.fail("the follow-up buttons are not reachable with Tab")
+    await page.keyboard.press("Enter")
+    await expect(page.locator(".msg.assistant .answer[aria-busy=false]")).to_have_count(2)
+    second = await page.locator(".msg.assistant .answer").last.inner_text()
+    assert await page.evaluate(ANNOUNCING, [second[:40]]) == ["log"]
