@@ -8,6 +8,13 @@ write to the tenant's customers, accounts, statements or transactions: migration
 the same digest while that version has not moved would write nothing, so the load answers from the
 record. Any other write to the tenant since (a JSON import, a correction, another CSV load) moves the
 version, and the files are loaded again in full, putting back what they say. `--force` loads in full.
+
+A load also keeps the digest of each line of its files (app/data/csv_lines.py). While the version has
+not moved, every such line still says exactly what is stored, so the next load (a nightly file: the
+same lines, a few changed, a few added) sends Postgres only the transaction lines that are not among
+them, and leaves alone a smaller file whose every line is. The load holds the tenant's version row
+(`lock`) from the start: no other writer can change the tenant's ledger between the version read and
+the commit.
 """
 
 from __future__ import annotations
@@ -26,11 +33,17 @@ SELECT b.counts::text FROM bulk_loads b
 WHERE b.tenant_id = :tenant_id AND b.digest = :digest
   AND b.ledger_version = COALESCE((SELECT version FROM ledger_versions WHERE tenant_id = :tenant_id), 0)""")
 _RECORD = Statement("""
-INSERT INTO bulk_loads AS b (tenant_id, digest, counts, ledger_version)
+INSERT INTO bulk_loads AS b (tenant_id, digest, counts, ledger_version, line_digests)
 VALUES (:tenant_id, :digest, CAST(:counts AS jsonb),
-        COALESCE((SELECT version FROM ledger_versions WHERE tenant_id = :tenant_id), 0))
+        COALESCE((SELECT version FROM ledger_versions WHERE tenant_id = :tenant_id), 0), :lines)
 ON CONFLICT (tenant_id) DO UPDATE
-SET digest = EXCLUDED.digest, counts = EXCLUDED.counts, ledger_version = EXCLUDED.ledger_version, loaded_at = now()""")
+SET digest = EXCLUDED.digest, counts = EXCLUDED.counts, ledger_version = EXCLUDED.ledger_version,
+    line_digests = EXCLUDED.line_digests, loaded_at = now()""")
+# Writers bump the version row (migration 0012's triggers): holding it keeps them out until commit.
+_LOCK = Statement("SELECT version FROM ledger_versions WHERE tenant_id = :tenant_id FOR UPDATE")
+_LINES = Statement("""
+SELECT b.line_digests FROM bulk_loads b JOIN ledger_versions v USING (tenant_id)
+WHERE b.tenant_id = :tenant_id AND b.ledger_version = v.version""")
 
 
 def digest(files: dict[str, Path]) -> bytes:
@@ -51,7 +64,21 @@ async def unchanged(raw: asyncpg.Connection, tenant_id: int, files_digest: bytes
     return None if row is None else msgspec.json.decode(row[0], type=dict[str, int])
 
 
-async def record(raw: asyncpg.Connection, tenant_id: int, files_digest: bytes, counts: dict[str, int]) -> None:
+async def lock(raw: asyncpg.Connection, tenant_id: int) -> None:
+    """Hold the tenant's ledger version until the load's transaction ends."""
+    await raw.execute(_LOCK.sql, *_LOCK.args({"tenant_id": tenant_id}))
+
+
+async def last_lines(raw: asyncpg.Connection, tenant_id: int) -> dict[str, bytes]:
+    """The line digests of each file of the tenant's last load (by table name, app/data/csv_lines.py),
+    if nothing of the tenant's has been written since; else none."""
+    value = await raw.fetchval(_LINES.sql, *_LINES.args({"tenant_id": tenant_id}))
+    return {} if value is None else msgspec.msgpack.decode(value, type=dict[str, bytes])
+
+
+async def record(
+    raw: asyncpg.Connection, tenant_id: int, files_digest: bytes, counts: dict[str, int], lines: dict[str, bytes]
+) -> None:
     """Remember this load; in its transaction, after its writes (so the version includes them)."""
     values = {"tenant_id": tenant_id, "digest": files_digest, "counts": msgspec.json.encode(counts).decode()}
-    await raw.execute(_RECORD.sql, *_RECORD.args(values))
+    await raw.execute(_RECORD.sql, *_RECORD.args({**values, "lines": msgspec.msgpack.encode(lines)}))

@@ -83,25 +83,47 @@ class Table:
     # in USING and tests it in WHERE. A load keeps only the rows that differ, so a nightly file costs
     # what changed (the big table only).
     same: tuple[str, str] | None = None
+    lines: bool = False  # a statement's lines: the statements' summaries follow them (see `merge`)
 
     def merge(self) -> str:
         """Changed rows updated, new ones inserted, identical ones left alone (no new row version,
         no trigger work); counts created, updated, staged. Cheaper than INSERT ... ON CONFLICT,
-        which tries every row's insert first."""
+        which tries every row's insert first. A statement's lines (`lines`) are left by the
+        transactions trigger to the loader (migration 0020): their accounts' changed days, old and
+        new, go to merged_spans, for one statement_lines_changed after the merge."""
         match = " AND ".join(f"t.{k} = src.{k}" for k in self.keys)
         columns = ", ".join((*self.keys, *self.values))
+        stored, staged = (", ".join(f"{alias}.{v}" for v in self.values) for alias in ("t", "src"))
+        differs = f"({stored}) IS DISTINCT FROM ({staged})"
+        returning, spans = "1", ""
+        if self.lines:
+            returning = "t.id, t.account_id, t.posted_on, t.kind"
+            spans = f""",
+old AS (SELECT t.id, t.account_id, t.posted_on, t.kind FROM {self.name} t JOIN src ON {match} WHERE {differs}),
+changed AS (
+    SELECT account_id, posted_on, kind FROM updated
+    UNION ALL SELECT old.account_id, old.posted_on, old.kind FROM old JOIN updated USING (id)
+    UNION ALL SELECT account_id, posted_on, kind FROM created
+),
+spans AS (
+    INSERT INTO merged_spans SELECT jsonb_agg(jsonb_build_object(
+        'account_id', account_id, 'first_day', first_day, 'payment', payment, 'days', days))
+    FROM (SELECT account_id, MIN(posted_on) AS first_day, bool_or(kind = 'payment') AS payment,
+                 array_agg(DISTINCT posted_on) AS days
+          FROM changed GROUP BY account_id) per_account
+    HAVING COUNT(*) > 0
+)"""
         return f"""WITH src AS ({self.source}),
 updated AS (
     UPDATE {self.name} t SET {", ".join(f"{v} = src.{v}" for v in self.values)} FROM src
-    WHERE {match} AND ({", ".join(f"t.{v}" for v in self.values)}) IS DISTINCT FROM
-          ({", ".join(f"src.{v}" for v in self.values)})
-    RETURNING 1
+    WHERE {match} AND {differs}
+    RETURNING {returning}
 ),
 created AS (
-    INSERT INTO {self.name} ({columns}) SELECT {columns} FROM src
+    INSERT INTO {self.name} AS t ({columns}) SELECT {columns} FROM src
     WHERE NOT EXISTS (SELECT FROM {self.name} t WHERE {match})
-    RETURNING 1
-)
+    RETURNING {returning}
+){spans}
 SELECT (SELECT count(*) FROM created), (SELECT count(*) FROM updated), (SELECT count(*) FROM src)"""
 
 
@@ -194,6 +216,7 @@ TRANSACTIONS = Table(
     ("tenant_id", "account_id", "ref"),
     ("posted_on", "kind", "amount", "merchant", "category", "description"),
     parents=("account_ref", "accounts"),
+    lines=True,
     same=(
         "transactions t JOIN accounts a ON a.id = t.account_id",
         "t.tenant_id = :tenant_id AND a.ref = s.account_ref AND t.ref = s.ref AND (CAST(t.posted_on AS text),"

@@ -6,26 +6,45 @@ parsed in Python: Postgres reads the CSV, so memory stays bounded whatever the f
 file names its file, line and column, for up to MAX_ERRORS rows. As in app/data/importer.py, a row
 identical to the stored one is not written (no new row version, no data-version bump), so an
 unchanged re-load writes nothing.
+
+A nightly file is mostly the last load's lines: while nothing of the tenant's has been written since
+that load, its transaction lines are compared with the last load's by digest as the file is read,
+and only the others (changed and new) are sent, checked and merged (`_stage_changed`). A file that
+fails any check there is loaded again in full, so a rejection names the same lines as ever.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import asyncpg
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data import bulk_loads
-from app.data.csv_format import CHUNK, STATEMENTS, TABLES, Table
+from app.data.csv_checks import MAX_ERRORS, by_line, errors, has_rows, keep_what_differs, repeats
+from app.data.csv_format import CHUNK, TABLES, Table
+from app.data.csv_lines import Sieve, first_line, last_digests, repeated_keys, unchanged_file
 from app.data.database import driver_of
 from app.data.importer import Counts, ImportReport, check_no_overlap
 from app.data.sql import Statement
 from app.data.tenants import tenant_id as find_tenant
 from app.errors import ImportRejected
 
-MAX_ERRORS = 20
+ANALYZE_SHARE = 0.1  # a table's statistics are refreshed after a change above this share of its file
+
+# Before a statement's lines merge, their summaries are left to the loader; after, refreshed once.
+_BEFORE_LINES = (
+    "SELECT set_config('bill_assistant.lines_merged', 'on', true);"
+    " CREATE TEMP TABLE merged_spans (spans jsonb) ON COMMIT DROP"
+)
+_AFTER_LINES = (
+    "SELECT set_config('bill_assistant.lines_merged', 'off', true);"
+    " SELECT statement_lines_changed(spans) FROM merged_spans; DROP TABLE merged_spans"
+)
 
 _TOUCHED = Statement(
     "SELECT DISTINCT a.id FROM stage_statements s JOIN accounts a ON a.tenant_id = :tenant_id AND a.ref = s.account_ref"
@@ -34,17 +53,13 @@ _TOUCHED = Statement(
 Progress = Callable[[str, bytes], None]  # each chunk of a file as it is sent (the file's table name)
 
 
-def _line(error: str) -> tuple[int, str]:
-    """An error's place, to order the errors of one file by line ("line 12, column ref: ...")."""
-    number = re.match(r"line (\d+)", error)
-    return (int(number[1]) if number else 0, error)
-
-
-async def _chunks(path: Path, name: str, progress: Progress) -> AsyncIterator[bytes]:
+async def _chunks(path: Path, name: str, progress: Progress, sieve: Sieve | None) -> AsyncIterator[bytes]:
     with path.open("rb") as f:
         while chunk := f.read(CHUNK):
             progress(name, chunk)
-            yield chunk
+            yield chunk if sieve is None else sieve.feed(chunk)
+    if sieve is not None and (rest := sieve.feed(b"")):
+        yield rest
 
 
 def _header(path: Path, table: Table) -> list[str]:
@@ -62,8 +77,8 @@ def _header(path: Path, table: Table) -> list[str]:
     return columns
 
 
-async def _stage(raw: asyncpg.Connection, table: Table, path: Path, progress: Progress) -> int:
-    """The file in a temporary table, its rows counted."""
+async def _stage(raw: asyncpg.Connection, table: Table, path: Path, progress: Progress, sieve: Sieve | None) -> int:
+    """The file in a temporary table, its rows counted (and digested by `sieve`, sending them all)."""
     columns = _header(path, table)
     cols = ", ".join(f"{c} text" for c in table.columns)
     # line: the row's line in the file (rows arrive in order; the header is line 1).
@@ -74,7 +89,7 @@ async def _stage(raw: asyncpg.Connection, table: Table, path: Path, progress: Pr
     try:
         copied = await raw.copy_to_table(
             f"stage_{table.name}",
-            source=_chunks(path, table.name, progress),
+            source=_chunks(path, table.name, progress, sieve),
             columns=columns,
             format="csv",
             header=True,
@@ -88,69 +103,43 @@ async def _stage(raw: asyncpg.Connection, table: Table, path: Path, progress: Pr
     return int(copied.split()[-1])  # "COPY <rows>"
 
 
-async def _keep_what_differs(raw: asyncpg.Connection, table: Table, tenant: int) -> None:
-    """Drop the staged rows identical, as text, to a stored row of the tenant: they were checked
-    when they were loaded and would write nothing. What is left (a nightly file's changed and new
-    lines) is all the checks and the merge read. A row written otherwise (12.5 for 12.50) stays,
-    and merges as unchanged."""
-    assert table.same is not None
-    stored, condition = table.same
-    stage = f"stage_{table.name}"
-    # Copied out rather than deleted in place: what reads it next scans the changed rows only.
-    differs = Statement(
-        f"CREATE TEMP TABLE {stage}_differs ON COMMIT DROP AS SELECT s.* FROM {stage} s "
-        f"WHERE NOT EXISTS (SELECT FROM {stored} WHERE {condition})"
+async def _stage_changed(
+    raw: asyncpg.Connection,
+    table: Table,
+    path: Path,
+    remembered: bytes,
+    tenant: int,
+    context: tuple[Progress, set[str]],
+) -> Sieve | None:
+    """Only the lines not among the last load's (`remembered`) in the staging table, numbered by their
+    line, and checked (with the whole file's duplicate keys); None, with nothing staged, when the
+    header differs from the last load's or a line fails a check (then the file is loaded in full)."""
+    progress, staged = context
+    last = last_digests(remembered, first_line(path))
+    if last is None:
+        return None
+    columns = _header(path, table)
+    stage, sieve = f"stage_{table.name}", Sieve(last)
+    await raw.execute("SAVEPOINT changed_lines")
+    await raw.execute(
+        f"CREATE TEMP TABLE {stage} (line bigint, {', '.join(f'{c} text' for c in table.columns)}) ON COMMIT DROP"
     )
-    await raw.execute(differs.sql, *differs.args({"tenant_id": tenant}))
-    await raw.execute(f"DROP TABLE {stage}")
-    await raw.execute(f"ALTER TABLE {stage}_differs RENAME TO {stage}")
-    await raw.execute(f"ANALYZE {stage}")
-
-
-async def _repeats(raw: asyncpg.Connection, table: Table) -> list[str]:
-    """Rows of the whole file that repeat an earlier row's key: asked before the file is narrowed."""
-    key = ", ".join(table.file_key)
-    rows = await raw.fetch(  # a hash aggregate of the keys: cheaper than sorting the file for a window
-        f"SELECT s.line, d.first FROM stage_{table.name} s JOIN (SELECT {key}, min(line) AS first FROM "
-        f"stage_{table.name} GROUP BY {key} HAVING count(*) > 1) d USING ({key}) WHERE s.line <> d.first "
-        f"ORDER BY s.line LIMIT {MAX_ERRORS}"
-    )
-    return [f"line {r['line']}, column {table.file_key[-1]}: repeats the row of line {r['first']}" for r in rows]
-
-
-async def _errors(
-    raw: asyncpg.Connection, table: Table, tenant: int, staged: set[str], *, repeats: bool = True
-) -> list[str]:
-    stage = f"stage_{table.name}"
-    key = ", ".join(table.file_key)
-    # A row's first failed check of its own, in one scan of the file (CASE stops at the first).
-    first = " ".join(f"WHEN {condition} THEN '{col}|{message}'" for col, message, condition in table.checks)
-    parts = [
-        "SELECT line, split_part(problem, '|', 1) AS col, split_part(problem, '|', 2) AS message FROM "
-        f"(SELECT line, CASE {first} END AS problem FROM {stage}) p WHERE problem IS NOT NULL"
-    ]
-    if repeats:
-        parts.append(
-            f"SELECT line, '{table.file_key[-1]}', 'repeats the row of line ' || first FROM "
-            f"(SELECT line, min(line) OVER (PARTITION BY {key}) AS first FROM {stage}) d WHERE line <> first"
+    try:
+        await raw.copy_to_table(
+            stage, source=_chunks(path, table.name, progress, sieve), columns=["line", *columns], format="csv"
         )
-    if table.parents:
-        col, parent = table.parents
-        in_file = f" AND NOT EXISTS (SELECT FROM stage_{parent} p WHERE p.ref = s.{col})" if parent in staged else ""
-        parts.append(
-            f"SELECT line, '{col}', 'names no {parent[:-1]} of this tenant' FROM {stage} s "
-            f"WHERE NOT EXISTS (SELECT FROM {parent} p WHERE p.tenant_id = :tenant_id AND p.ref = s.{col}){in_file}"
-        )
-    if table is STATEMENTS:
-        parts.append(
-            "SELECT line, 'period_start', 'overlaps the statement of line ' || before FROM "
-            "(SELECT line, period_start, lag(period_end) OVER w AS previous_end, lag(line) OVER w AS before "
-            " FROM stage_statements WINDOW w AS (PARTITION BY account_ref ORDER BY period_start)) o "
-            "WHERE period_start <= previous_end"
-        )
-    query = Statement(" UNION ALL ".join(parts) + f" ORDER BY line, col LIMIT {MAX_ERRORS}")
-    rows = await raw.fetch(query.sql, *query.args({"tenant_id": tenant}))
-    return [f"line {r['line']}, column {r['col']}: {r['message']}" for r in rows]
+        await raw.execute(f"ANALYZE {stage}")
+        ok = not await errors(raw, table, tenant, staged)
+        if ok and sieve.sent:
+            keys = ", ".join(table.file_key)
+            sent = {
+                tuple(v.encode() for v in r[1:]): r[0] for r in await raw.fetch(f"SELECT line, {keys} FROM {stage}")
+            }
+            ok = not repeated_keys(path, tuple(columns.index(k) for k in table.file_key), len(columns), sent)
+    except asyncpg.DataError:
+        ok = False
+    await raw.execute("RELEASE SAVEPOINT changed_lines" if ok else "ROLLBACK TO SAVEPOINT changed_lines")
+    return sieve if ok else None
 
 
 async def load_csv(
@@ -164,38 +153,75 @@ async def load_csv(
     if tenant is None:
         raise ImportRejected(f"unknown tenant {tenant_slug!r}: create it first with `bill-assistant tenants create`")
     raw = await driver_of(conn)
+    await bulk_loads.lock(raw, tenant)
     tables = [t for t in TABLES.values() if t.name in files]
     files_digest = bulk_loads.digest({t.name: files[t.name] for t in tables})
     if not force and (last := await bulk_loads.unchanged(raw, tenant, files_digest)) is not None:
         counts = {name: Counts(unchanged=n) for name, n in last.items()}
         return ImportReport(tenant=tenant_slug, tables=counts, same_as_last_load=True)
-    rows = {table.name: await _stage(raw, table, files[table.name], progress) for table in tables}
-    problems = []
+    remembered = {} if force else await bulk_loads.last_lines(raw, tenant)
+    rows: dict[str, int] = {}
+    sieves: dict[str, Sieve] = {}
+    staged: set[str] = set()  # the tables with a staging table
+    narrowed: set[str] = set()  # those staged with their changed lines only, and checked already
     for table in tables:
-        errors = []
+        name, path, known = table.name, files[table.name], remembered.get(table.name)
+        sieve = None
+        if known is not None and table.same is None:  # a small table: left alone when it is as last loaded
+            sieve = unchanged_file(path, known, partial(progress, name))
+        elif known is not None:
+            sieve = await _stage_changed(raw, table, path, known, tenant, (progress, staged))
+            narrowed |= {name} if sieve is not None else set()
+        if sieve is None or name in narrowed:
+            staged.add(name)
+        if sieve is None:
+            sieve = Sieve(None)
+            rows[name] = await _stage(raw, table, path, progress, sieve)
+        else:
+            rows[name] = sieve.line - 1
+        sieves[name] = sieve
+    problems = []
+    for table in (t for t in tables if t.name in staged - narrowed):
+        found = []
         if table.same is not None:
-            errors = await _repeats(raw, table)
-            await _keep_what_differs(raw, table, tenant)
-        errors = sorted(errors + await _errors(raw, table, tenant, set(files), repeats=table.same is None), key=_line)
-        problems += [f"{files[table.name].name}: {e}" for e in errors[:MAX_ERRORS]]
+            found = await repeats(raw, table)
+            await keep_what_differs(raw, table, tenant)
+        found = sorted(found + await errors(raw, table, tenant, staged, repeats=table.same is None), key=by_line)
+        problems += [f"{files[table.name].name}: {e}" for e in found[:MAX_ERRORS]]
     if problems:
         raise ImportRejected("\n".join(problems))
     report = ImportReport(tenant=tenant_slug)
     changed = []
     for table in tables:
-        merge = Statement(table.merge())
-        created, updated, _ = await raw.fetchrow(merge.sql, *merge.args({"tenant_id": tenant}))
+        created, updated = await _merge(raw, table, tenant) if table.name in staged else (0, 0)
         unchanged = rows[table.name] - created - updated
         report.tables[table.name] = Counts(created=created, updated=updated, unchanged=unchanged)
-        if created or updated:
+        # The next table's merge joins this one: plan it with what is there now. A change of under
+        # ANALYZE_SHARE of the file leaves the statistics as they were (autovacuum sees to it later).
+        if created + updated > ANALYZE_SHARE * rows[table.name]:
             changed.append(table.name)
-            if table is not tables[-1]:  # the next table's merge joins this one: plan it with what is there now
+            if table is not tables[-1]:
                 await raw.execute(f"ANALYZE {table.name}")
-    if "statements" in files:
+    if "statements" in staged:
         touched = await raw.fetch(_TOUCHED.sql, *_TOUCHED.args({"tenant_id": tenant}))
         await check_no_overlap(conn, [r["id"] for r in touched])
     if changed:  # the statistics the answers' queries are planned with: the last table, the summaries
         await raw.execute(f"ANALYZE {changed[-1]}, statement_summaries")
-    staged = {name: c.created + c.updated + c.unchanged for name, c in report.tables.items()}
-    await bulk_loads.record(raw, tenant, files_digest, staged)
+    lines = {name: digests for name, sieve in sieves.items() if (digests := sieve.remembered()) is not None}
+    await bulk_loads.record(raw, tenant, files_digest, rows, lines)
     return report
+
+
+async def _merge(raw: asyncpg.Connection, table: Table, tenant: int) -> tuple[int, int]:
+    """The table's staged rows merged: (created, updated). A statement's lines that may update stored
+    ones refresh the summaries of their statements once, after the merge (migration 0020), not once
+    for the updates and again for the inserts. (A first load only inserts: its trigger fires once,
+    and is cheaper than the merge returning every line.)"""
+    lines = table.lines and await has_rows(raw, table, tenant)
+    merge = Statement(replace(table, lines=lines).merge())
+    if lines:
+        await raw.execute(_BEFORE_LINES)
+    created, updated, _ = await raw.fetchrow(merge.sql, *merge.args({"tenant_id": tenant}))
+    if lines:
+        await raw.execute(_AFTER_LINES)
+    return created, updated

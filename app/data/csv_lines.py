@@ -1,0 +1,170 @@
+"""A CSV file read as its records' bytes, for a load that sends Postgres only the lines that changed
+since the tenant's last load (app/data/csv_import.py; what a load remembers: app/data/bulk_loads.py).
+
+A record is one line, or several while a quoted field is open: Postgres splits a CSV file the same
+way (every `"` opens or closes a quoted section), so record N here is the file's row N. A record's
+digest is blake2b-128 of its bytes: a line equal to one of the last load's, under the same header,
+says what that load stored.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable, Iterator
+from hashlib import blake2b
+from operator import itemgetter
+from pathlib import Path
+from typing import BinaryIO
+
+from app.data.csv_format import CHUNK
+
+DIGEST = 16  # bytes of a record's digest
+
+
+def digest(record: bytes) -> bytes:
+    return blake2b(record, digest_size=DIGEST).digest()
+
+
+class Records:
+    """Splits a file's chunks into whole records, in order."""
+
+    def __init__(self) -> None:
+        self._tail = b""
+        self._open: bytes | None = None  # the lines so far of a record whose quoted field is open
+        self.spans_lines = False  # some record spans lines (a file that is rejected: a field holds a newline)
+
+    def of(self, chunk: bytes) -> list[bytes]:
+        """The records this chunk completes; an empty chunk (the end of the file): the rest."""
+        if chunk:
+            data = self._tail + chunk
+            lines = data.split(b"\n")
+            self._tail = lines.pop()
+        else:
+            data, lines, self._tail = self._tail, ([self._tail] if self._tail else []), b""
+        if self._open is None and b'"' not in data:
+            return lines  # the common case: no quotes, a line is a record
+        records = []
+        for line in lines:
+            odd = line.count(b'"') % 2
+            if self._open is not None:
+                self._open += b"\n" + line
+                if odd:
+                    records.append(self._open)
+                    self._open = None
+            elif odd:
+                self._open, self.spans_lines = line, True
+            else:
+                records.append(line)
+        if not chunk and self._open is not None:
+            records.append(self._open)
+        return records
+
+
+class Sieve:
+    """The records of a file to send, numbered by their line as the file's row (header: line 1), with
+    the digests of all of them. `last`: the digests of the records that need not be sent (the last
+    load's, each used once: a line written twice is sent the second time); None sends every record,
+    as it is (the header too), and only digests them."""
+
+    def __init__(self, last: set[bytes] | None) -> None:
+        self.last = last
+        self.records = Records()
+        self.header: bytes | None = None
+        self.digests = bytearray()
+        self.line = 1  # the last record's line
+        self.sent = 0
+
+    def feed(self, chunk: bytes) -> bytes:
+        records = self.records.of(chunk)
+        if self.header is None and records:
+            self.header = records.pop(0)
+        digests = [blake2b(r, digest_size=DIGEST).digest() for r in records]
+        self.digests += b"".join(digests)
+        first, self.line = self.line + 1, self.line + len(records)
+        if self.last is None:
+            self.sent += len(records)
+            return chunk
+        last, out = self.last, []
+        for i, d in enumerate(digests):
+            if d in last and b"\n" not in records[i]:
+                last.remove(d)
+            else:
+                out.append(b"%d,%s\n" % (first + i, records[i]))
+        self.sent += len(out)
+        return b"".join(out)
+
+    def remembered(self) -> bytes | None:
+        """The header's digest, then every record's: what the next load compares with; None when a
+        record spans lines (never stored: such a file is rejected)."""
+        if self.header is None or self.records.spans_lines:
+            return None
+        return digest(self.header) + bytes(self.digests)
+
+
+def last_digests(remembered: bytes, header: bytes) -> set[bytes] | None:
+    """The record digests of a remembered load, if its header was this one."""
+    if remembered[:DIGEST] != digest(header):
+        return None
+    return {remembered[i : i + DIGEST] for i in range(DIGEST, len(remembered), DIGEST)}
+
+
+def unchanged_file(path: Path, remembered: bytes, progress: Callable[[bytes], None]) -> Sieve | None:
+    """The file read through a sieve of the last load's lines, if every line was among them (each
+    once, under the same header); else None."""
+    last = last_digests(remembered, first_line(path))
+    if last is None:
+        return None
+    sieve = Sieve(last)
+    with path.open("rb") as f:
+        for chunk in _read(f):
+            progress(chunk)
+            if sieve.feed(chunk):
+                return None
+    return sieve
+
+
+def first_line(path: Path) -> bytes:
+    with path.open("rb") as f:
+        return f.readline().rstrip(b"\n")
+
+
+def _key(record: bytes, positions: tuple[int, ...]) -> tuple[bytes, ...] | None:
+    """The values at `positions` as Postgres reads them from a record with quotes; None if it cannot
+    be read."""
+    try:
+        fields = next(csv.reader([record.rstrip(b"\r").decode("utf-8", errors="replace")]))
+        return tuple(fields[p].encode() for p in positions)
+    except (csv.Error, StopIteration, IndexError):
+        return None
+
+
+def repeated_keys(path: Path, positions: tuple[int, ...], columns: int, lines: dict[tuple[bytes, ...], int]) -> bool:
+    """Whether a row of the file other than the one on `lines`' line has one of its keys (the
+    values of the columns at `positions`): the whole file's duplicate check, for the keys of the
+    rows that were sent. (A record not read as Postgres would is said to repeat one, to be safe.)"""
+    pick = itemgetter(*positions) if len(positions) > 1 else lambda fields: (fields[positions[0]],)
+    records, line, last = Records(), 1, columns - 1
+    cut, need = -1 if last in positions else max(positions) + 1, max(positions)
+    with path.open("rb") as f:
+        for chunk in _read(f):
+            batch = records.of(chunk)
+            if line == 1 and batch:
+                batch = batch[1:]  # the header
+            for number, record in enumerate(batch, line + 1):
+                if b'"' in record:
+                    key = _key(record, positions)
+                else:
+                    fields = record.split(b",", cut)  # no further than the last key
+                    if last in positions:  # the last column ends where the line does (CRLF too)
+                        fields[last] = fields[last].rstrip(b"\r")
+                    key = pick(fields) if len(fields) > need else None
+                if key is None or lines.get(key, number) != number:
+                    return True
+            line += len(batch)
+    return False
+
+
+def _read(f: BinaryIO) -> Iterator[bytes]:
+    while chunk := f.read(CHUNK):
+        yield chunk
+    yield b""
