@@ -49,12 +49,17 @@ def moment(at: datetime) -> str:
     return at.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def short_id(cid: uuid.UUID) -> str:
+    return cid.hex[:8]
+
+
 def language(locale: str | None) -> str:
     return LOCALES.get(locale or "", locale or "unknown")
 
 
 class QueueRow(msgspec.Struct, frozen=True, kw_only=True):
     id: uuid.UUID
+    short: str  # the id's first characters: two conversations started in the same second still differ
     customer_ref: str
     reason: str
     locale: str  # the conversation's language: the `lang` of the customer's words
@@ -74,6 +79,7 @@ def queue_rows(waiting: list[Waiting]) -> list[QueueRow]:
     return [
         QueueRow(
             id=w.id,
+            short=short_id(w.id),
             customer_ref=w.customer_ref,
             reason=REASONS[w.handover_reason],
             locale=w.locale,

@@ -116,11 +116,12 @@ function tickWaits() {
       const link = tr.querySelector("a.customer");
       link.href = item.url;
       link.textContent = item.customer_ref;
+      tr.querySelector(".started .short").textContent = item.short;
       const started = tr.querySelector(".started time");
       started.dateTime = item.started_at;
       started.textContent = item.started;
       tr.querySelector("button .visually-hidden").textContent =
-        ` the conversation of ${item.customer_ref} started ${item.started}`;
+        ` conversation #${item.short} of ${item.customer_ref}, started ${item.started}`;
       tr.querySelector(".first").textContent = item.first_question;
       tr.querySelector(".first").lang = item.locale;
       tr.querySelector(".last").lang = item.locale;

@@ -1,0 +1,214 @@
+"""The console tells the truth about each answer, in headless Chromium (issue 35): a cached reply's
+audited page is the customer's own question, says it was served from the answer cache and links the
+canonical answer it came from; two waiting conversations of one customer are two distinguishable rows;
+each message carries the language it was written or answered in (`lang`), in a Chinese conversation too."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from datetime import date
+from typing import Any
+
+import httpx
+import pytest
+from playwright.async_api import Locator, Page, expect
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.api.app import create_app
+from app.data import conversations, handovers
+from app.data.agents import create_agent
+from app.settings import Settings
+from bench.fakes.plans import GOOD
+from bench.fakes.sglang_server import RunningFake, Script
+from tests.browser.helpers import screenshot
+from tests.chat_streams import TO_A_PERSON, last_events
+from tests.factories import customer, document
+from tests.servers import ThreadedServer
+from tests.waiting import until
+
+PASSWORD = "correct horse battery staple"
+AS_OF = date(2026, 11, 10)  # October's bill: 12.00 EUR higher than September's (tests/factories.py)
+BASE = {"COOKIE_SECURE": "0", "BATCH_WORKER": "0"}
+
+
+@pytest.fixture
+async def bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Any:
+    tenant = await make_tenant("interactive")
+    await load(document(tenant.slug, [customer()]))
+    async with engine.begin() as conn:
+        await create_agent(conn, tenant.id, "ana", "Ana Agent", PASSWORD)
+    return tenant
+
+
+@pytest.fixture
+def server(database_url: str) -> Iterator[ThreadedServer]:
+    running = ThreadedServer(create_app(Settings.from_env({**BASE, "ENGINE": "off"}), database_url))
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def cached_server(database_url: str, fake_sglang: RunningFake) -> Iterator[ThreadedServer]:
+    """A model behind the service, so that canonical answers are cached (filled at once after a miss)."""
+    fake_sglang.fake.default = Script(text=GOOD)
+    env = {"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "SGLANG_MODEL": "fake/model"}
+    settings = Settings.from_env({**BASE, **env, "CACHE_FILL_RATE_PER_S": "1000"})
+    running = ThreadedServer(create_app(settings, database_url))
+    yield running
+    running.stop()
+
+
+class Customer:
+    """A customer's chat, through the real API: each turn's events by name."""
+
+    def __init__(self, http: httpx.AsyncClient, token: str) -> None:
+        self.http, self.auth = http, {"Authorization": f"Bearer {token}"}
+
+    async def say(self, question: str, conversation_id: str | None = None) -> dict[str, Any]:
+        body = {"account_ref": "A-1", "question": question, "as_of": AS_OF.isoformat()}
+        if conversation_id:
+            body["conversation_id"] = conversation_id
+        asked = await self.http.post("/v1/chat", json=body, headers=self.auth)
+        assert asked.status_code == 200, asked.text
+        return last_events(asked.text)
+
+
+@pytest.fixture
+async def chat(bank: Any, request: pytest.FixtureRequest) -> AsyncIterator[Customer]:
+    running: ThreadedServer = request.getfixturevalue(request.param)
+    async with httpx.AsyncClient(base_url=running.url, timeout=30) as http:
+        session = await http.post(
+            "/v1/sessions", json={"customer_ref": "C-1001"}, headers={"Authorization": f"Bearer {bank.key}"}
+        )
+        yield Customer(http, session.json()["token"])
+
+
+async def sign_in(page: Page, url: str, bank: Any) -> None:
+    await page.goto(f"{url}/console/login")
+    await page.get_by_label("Bank (tenant)").fill(bank.slug)
+    await page.get_by_label("Username").fill("ana")
+    await page.get_by_label("Password").fill(PASSWORD)
+    await page.get_by_role("button", name="Sign in").click()
+    await expect(page.get_by_role("link", name="Waiting conversations")).to_be_visible()
+
+
+@pytest.mark.parametrize("chat", ["cached_server"], indirect=True)
+async def test_a_cached_reply_opens_the_customers_own_question_and_links_the_canonical_answer(
+    page: Page, cached_server: ThreadedServer, bank: Any, chat: Customer, engine: AsyncEngine
+) -> None:
+    await chat.say("Why is my bill higher than last month?")  # a miss: the canonical answer is filled
+    await until("the canonical answer to be cached", lambda: _cached(engine, bank.id), timeout_s=20)
+    asked = "Why did my bill go up?"
+    served = await chat.say(asked)
+    assert served["final"]["source"] == "cache"
+    cid = served["conversation"]["conversation_id"]
+    assert (await chat.say(TO_A_PERSON, cid))["turn"]["status"] == "waiting"
+
+    await sign_in(page, cached_server.url, bank)
+    await page.goto(f"{cached_server.url}/console/conversations/{cid}")
+    reply = page.locator("#transcript li.assistant").first
+    await expect(reply).to_contain_text(served["final"]["explanation"][:40])
+    await reply.get_by_role("link", name="audited answer").click()
+    await expect(page.get_by_role("heading", name="Answer")).to_be_visible()
+    await expect(page.locator("dd.question")).to_have_text(asked)  # the customer's own words
+    await expect(page.locator("#source")).to_have_text("cache")
+    await expect(page.locator("#served-from")).to_contain_text("served from the answer cache")
+    await screenshot(page, "console-cached-answer")
+    await page.locator("#canonical").click()
+    await expect(page).to_have_url(f"{cached_server.url}/console/answers/{served['final']['answer_id']}")
+    await expect(page.locator("dd.question")).to_have_text("Why is my bill different from last month?")
+    await expect(page.locator("#source")).to_have_text("model")
+    await expect(page.locator("#served-from")).to_have_count(0)
+
+
+async def _cached(engine: AsyncEngine, tenant_id: int) -> bool:
+    async with engine.connect() as conn:
+        query = text("SELECT count(*) FROM answer_cache WHERE tenant_id = :t")
+        return bool(await conn.scalar(query, {"t": tenant_id}))
+
+
+async def test_two_waiting_conversations_of_one_customer_are_told_apart(
+    page: Page, server: ThreadedServer, bank: Any, engine: AsyncEngine
+) -> None:
+    earlier, later = uuid.uuid4(), uuid.uuid4()
+    async with engine.begin() as conn:
+        for cid, question in ((earlier, "Why is my bill higher?"), (later, "When is my payment due?")):
+            await conversations.start(conn, bank.id, cid, "C-1001", "en")
+            await conversations.append(conn, bank.id, cid, "customer", question, locale="en", account_ref="A-1")
+            await conversations.append(conn, bank.id, cid, "customer", "I want a person", locale="en")
+            assert await handovers.hand_over(conn, bank.id, cid, "requested")
+        # The first began ten minutes before it was handed over.
+        await conn.execute(
+            text("UPDATE conversations SET created_at = now() - interval '10 minutes' WHERE id = :id"), {"id": earlier}
+        )
+    await sign_in(page, server.url, bank)
+    await page.get_by_role("link", name="Waiting conversations").click()
+    rows = page.locator("#queue tr")
+    await expect(rows).to_have_count(2)
+    first, second = page.locator(f'#queue tr[data-id="{earlier}"]'), page.locator(f'#queue tr[data-id="{later}"]')
+    await expect(first.locator(".first")).to_have_text("Why is my bill higher?")
+    await expect(second.locator(".first")).to_have_text("When is my payment due?")
+    await expect(first.locator(".last")).to_have_text("I want a person")
+    await expect(first.locator(".language")).to_have_text("English")
+    await expect(first.locator(".first")).to_have_attribute("lang", "en")
+    await expect(first.locator(".started")).to_contain_text(f"#{earlier.hex[:8]}, started ")
+    started = [await row.locator(".started").inner_text() for row in (first, second)]
+    assert started[0] != started[1]
+    named = [await _names(row) for row in (first, second)]
+    assert named[0] != named[1]
+    # The two Take buttons are told apart by their names too (a screen reader reads those).
+    take = [await row.get_by_role("button").text_content() or "" for row in (first, second)]
+    assert take[0] != take[1]
+    assert earlier.hex[:8] in take[0]
+    # The refreshed rows (the script's, every two seconds) say the same.
+    await page.wait_for_timeout(2500)
+    assert [
+        [await row.locator(c).inner_text() for c in (".started", ".first", "button")] for row in (first, second)
+    ] == named
+    await screenshot(page, "console-queue-two-conversations")
+
+    await first.locator("a.customer").click()
+    await expect(page.locator("#started")).to_be_visible()
+    await expect(page.locator("#handed-over")).to_contain_text("waiting for")
+    assert await page.locator("#started").inner_text() != await page.locator("#handed-over time").inner_text()
+
+
+async def _names(row: Locator) -> list[str]:
+    """What names a queue row's conversation: its start, its first question, its Take button."""
+    return [await row.locator(cell).inner_text() for cell in (".started", ".first", "button")]
+
+
+@pytest.mark.parametrize("chat", ["server"], indirect=True)
+async def test_a_chinese_conversation_marks_every_message_with_its_own_language(
+    page: Page, server: ThreadedServer, bank: Any, chat: Customer
+) -> None:
+    # The customer's locale is English, the page's too; they write Chinese.
+    answered = await chat.say("为什么我的账单变高了？")
+    assert answered["final"]["locale"] == "zh-CN"
+    cid = answered["conversation"]["conversation_id"]
+    assert (await chat.say(TO_A_PERSON, cid))["turn"]["status"] == "waiting"
+
+    await sign_in(page, server.url, bank)
+    await page.get_by_role("link", name="Waiting conversations").click()
+    row = page.locator(f'#queue tr[data-id="{cid}"]')
+    await expect(row.locator(".first")).to_have_attribute("lang", "zh-CN")
+    await expect(row.locator(".language")).to_contain_text("Simplified Chinese")
+    await row.get_by_role("button", name="Take").click()
+
+    texts = page.locator("#transcript li .text")
+    await expect(texts).to_have_count(5)  # question, answer, "agent please", its notice, the agent joined
+    # The handover's notice is answered in the language of "agent please"; the console's own notice
+    # (the agent joined) in the conversation's.
+    assert [await t.get_attribute("lang") for t in await texts.all()] == ["zh-CN", "zh-CN", "en", "en", "zh-CN"]
+    await expect(page.locator("#transcript li").first.locator(".in")).to_contain_text("Simplified Chinese")
+    await expect(page.locator("#transcript li").nth(2).locator(".in")).to_have_text("· in English")
+    await expect(page.locator("#language")).to_contain_text("Simplified Chinese")
+    await expect(page.locator("html")).to_have_attribute("lang", "en")  # the console itself stays English
+
+    await chat.say("谢谢", cid)  # arrives live: the script marks it too
+    await expect(texts).to_have_count(6, timeout=5000)
+    await expect(texts.nth(5)).to_have_attribute("lang", "zh-CN")
+    await expect(page.locator("#transcript li").nth(5).locator(".in")).to_contain_text("Simplified Chinese")
+    await screenshot(page, "console-chinese-conversation")
