@@ -20,14 +20,18 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from app.api.app import create_app
 from app.cli import main
+from app.data.agents import create_agent
 from app.data.database import asyncpg_url, create_engine, migrate, start_embedded_postgres
 from app.data.importer import ImportReport
+from app.data.knowledge import import_library
 from app.data.tenants import create_tenant, issue_api_key
+from app.domain.knowledge import ArticleIn
 from app.inference.embedded import EmbeddedEngine, default_model_path
 from app.settings import PROJECT_ROOT, Settings, get_settings
 from bench.fakes.sglang_server import RunningFake
+from tests.console import PASSWORD
 from tests.db_proxy import DatabaseProxy, in_front_of
-from tests.factories import import_document
+from tests.factories import customer, document, import_document
 
 
 def _admin_url() -> str:
@@ -94,6 +98,42 @@ def load(engine: AsyncEngine) -> Callable[[dict[str, Any]], Awaitable[ImportRepo
             return await import_document(conn, doc)
 
     return run
+
+
+@pytest.fixture
+def make_bank(
+    make_tenant: Callable[..., Awaitable[Tenant]],
+    load: Callable[[dict[str, Any]], Awaitable[ImportReport]],
+    engine: AsyncEngine,
+) -> Callable[..., Awaitable[Tenant]]:
+    """A new bank: its customers (default: Ann, C-1001 with A-1, the 12.00 gym story), its agents
+    (each "<Name> Agent", password tests/console.py's PASSWORD) and its help articles."""
+
+    async def make(
+        *customers: dict[str, Any],
+        priority_class: str = "interactive",
+        agents: tuple[str, ...] = (),
+        library: tuple[ArticleIn, ...] = (),
+    ) -> Tenant:
+        tenant = await make_tenant(priority_class)
+        await load(document(tenant.slug, list(customers) or [customer()]))
+        async with engine.begin() as conn:
+            for name in agents:  # a password hash is ~0.5 s of CPU: agents only where a test signs in
+                await create_agent(conn, tenant.id, name, f"{name.title()} Agent", PASSWORD)
+            if library:
+                await import_library(conn, tenant.id, list(library))
+        return tenant
+
+    return make
+
+
+@pytest.fixture
+async def bank(request: pytest.FixtureRequest, make_bank: Callable[..., Awaitable[Tenant]]) -> Tenant:
+    """The test's bank: Ann (C-1001, A-1: her bill is 12.00 higher), or what the `bank` marker on the
+    test or its module says, e.g. `pytestmark = pytest.mark.bank(customer(), bo, agents=("ana",))`
+    (make_bank's arguments)."""
+    marker = request.node.get_closest_marker("bank")
+    return await make_bank(*(marker.args if marker else ()), **(marker.kwargs if marker else {}))
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import socket
 from typing import Any
 
 import httpx
-import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
@@ -18,18 +17,10 @@ from app.domain.priority import sglang_priority
 from app.settings import Settings
 from bench.fakes.plans import GOOD
 from bench.fakes.sglang_server import RunningFake, Script
-from tests.factories import document
 from tests.servers import ThreadedServer
 from tests.waiting import until
 
 QUESTION = {"account_ref": "A-1", "question": "Why is my bill higher than last month?", "as_of": "2026-11-10"}
-
-
-@pytest.fixture
-async def bank(make_tenant: Any, load: Any) -> Any:
-    tenant = await make_tenant(priority_class="interactive")
-    await load(document(tenant.slug))
-    return tenant
 
 
 def llm_settings(fake: RunningFake, **extra: str) -> Settings:

@@ -40,13 +40,6 @@ async def jobs_client(database_url: str) -> AsyncIterator[AsyncTestClient[Any]]:
         yield client
 
 
-@pytest.fixture
-async def bank(make_tenant: Any, load: Any) -> Any:
-    tenant = await make_tenant()
-    await load(document(tenant.slug))
-    return tenant
-
-
 def auth(tenant: Any) -> dict[str, str]:
     return {"Authorization": f"Bearer {tenant.key}"}
 

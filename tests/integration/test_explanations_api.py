@@ -18,13 +18,6 @@ def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-@pytest.fixture
-async def bank(make_tenant: Any, load: Any) -> Any:
-    tenant = await make_tenant()
-    await load(document(tenant.slug))
-    return tenant
-
-
 async def test_explains_a_bill_change_with_exact_numbers(client: Any, bank: Any) -> None:
     r = await client.post(
         "/v1/explanations",

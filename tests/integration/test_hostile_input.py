@@ -13,29 +13,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from litestar.testing import AsyncTestClient
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
 from app.api.body import MAX_BODY_BYTES, MAX_DEPTH
-from app.data.agents import create_agent
 from app.settings import Settings
-from tests.factories import document
-from tests.integration.test_console import PASSWORD, csrf_of
+from tests.console import PASSWORD, csrf_of, signed_in
 
 Client = AsyncTestClient[Any]
 JSON = {"Content-Type": "application/json"}
 ROUTES = ["/v1/explanations", "/v1/explanations:batch", "/v1/sessions", "/v1/chat"]
 EXAMPLES = 60
 TOO_DEEP = f"the request body nests deeper than {MAX_DEPTH} levels"
-
-
-@pytest.fixture
-async def bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Any:
-    tenant = await make_tenant()
-    await load(document(tenant.slug))
-    async with engine.begin() as conn:
-        await create_agent(conn, tenant.id, "ana", "Ana Agent", PASSWORD)
-    return tenant
 
 
 @pytest.fixture
@@ -137,21 +125,11 @@ async def test_an_oversized_body_is_a_413(app_client: Client, bank: Any) -> None
     }
 
 
-async def _console(client: Client, bank: Any) -> str:
-    form = await client.get("/console/login")
-    r = await client.post(
-        "/console/login",
-        data={"csrf_token": csrf_of(form), "tenant": bank.slug, "username": "ana", "password": PASSWORD},
-        follow_redirects=False,
-    )
-    assert r.status_code == 303, r.text
-    return csrf_of(await client.get("/console"))
-
-
+@pytest.mark.bank(agents=("ana",))
 async def test_the_console_refuses_control_characters_in_the_search_and_the_account_path(
     app_client: Client, bank: Any
 ) -> None:
-    csrf = await _console(app_client, bank)
+    csrf = await signed_in(app_client, bank.slug)
     r = await app_client.get("/console?q=a%00b")
     assert r.status_code == 400
     assert "q: must not contain control characters" in r.text
@@ -165,6 +143,7 @@ async def test_the_console_refuses_control_characters_in_the_search_and_the_acco
     assert "account_ref: must not contain control characters" in r.text
 
 
+@pytest.mark.bank(agents=("ana",))
 async def test_the_console_sign_in_refuses_control_characters_in_the_bank_and_the_username(
     app_client: Client, bank: Any
 ) -> None:
@@ -219,8 +198,9 @@ def _encode(value: Any) -> bytes:
     return json.dumps(value).encode("utf-8", "surrogatepass")
 
 
+@pytest.mark.bank(agents=("ana",))
 async def test_no_console_input_gets_a_5xx(app_client: Client, bank: Any) -> None:
-    csrf = await _console(app_client, bank)
+    csrf = await signed_in(app_client, bank.slug)
     for q, ref, question, locale in _draw(st.tuples(TEXT, TEXT, TEXT, TEXT)):
         r = await app_client.get("/console", params={"q": q})
         assert r.status_code < 500, (q, r.text)

@@ -21,7 +21,6 @@ from app.prompts import PROMPT_VERSION
 from app.settings import Settings
 from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, GOOD, GOOD_SHOWN, plan
 from bench.fakes.sglang_server import RunningFake, Script
-from tests.factories import document
 from tests.metrics import sample
 
 UNPAID = {"claim": "payment_status", "status": "unpaid"}  # A-1 on 10 November: nothing paid since October closed
@@ -34,13 +33,6 @@ async def llm_client(database_url: str, fake_sglang: RunningFake) -> AsyncIterat
     settings = Settings.from_env({**env, "BATCH_WORKER": "0", "ANSWER_CACHE_FILL": "0"})
     async with AsyncTestClient(app=create_app(settings, database_url)) as client:
         yield client
-
-
-@pytest.fixture
-async def bank(make_tenant: Any, load: Any) -> Any:
-    tenant = await make_tenant(priority_class="interactive")
-    await load(document(tenant.slug))
-    return tenant
 
 
 async def ask(client: Any, bank: Any, question: str = "Why is my bill higher than last month?") -> Any:

@@ -8,7 +8,6 @@ import asyncio
 from typing import Any
 
 import httpx
-import pytest
 
 from app.api.app import create_app
 from app.settings import Settings
@@ -29,13 +28,6 @@ SHED_BODY = {
 
 
 PAYMENT = plan({"claim": "payment_status", "status": "unpaid"}, {"claim": "minimum_due"})
-
-
-@pytest.fixture
-async def bank(make_tenant: Any, load: Any) -> Any:
-    tenant = await make_tenant(priority_class="interactive")
-    await load(document(tenant.slug))
-    return tenant
 
 
 async def test_the_third_concurrent_request_is_shed_and_probes_still_answer(

@@ -1,0 +1,49 @@
+"""The agent console as the tests drive it: the agents' password, the CSRF token of a page, and a
+sign-in over HTTP (any httpx-like client: AsyncTestClient or httpx.AsyncClient) or in a browser."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Protocol
+
+from playwright.async_api import Page, expect
+
+PASSWORD = "correct horse battery staple"  # every agent the tests make (conftest's make_bank)
+CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+class Response(Protocol):
+    @property
+    def text(self) -> str: ...
+
+
+def csrf_of(page: Response) -> str:
+    """The CSRF token a console page's forms carry."""
+    found = CSRF.search(page.text)
+    assert found, page.text
+    return found.group(1)
+
+
+async def sign_in(client: Any, slug: str, username: str = "ana", password: str = PASSWORD) -> Any:
+    """Posts the sign-in form with its CSRF token; the response (303 to the console when it worked)."""
+    form = await client.get("/console/login")
+    data = {"csrf_token": csrf_of(form), "tenant": slug, "username": username, "password": password}
+    return await client.post("/console/login", data=data, follow_redirects=False)
+
+
+async def signed_in(client: Any, slug: str, username: str = "ana") -> str:
+    """Signs in (a fresh session: the client's cookies are replaced); the session's CSRF token."""
+    client.cookies.clear()
+    response = await sign_in(client, slug, username)
+    assert response.status_code == 303, response.text
+    return csrf_of(await client.get("/console"))
+
+
+async def sign_in_page(page: Page, base_url: str, slug: str, username: str = "ana") -> None:
+    """Signs in through the console's own form in the browser."""
+    await page.goto(f"{base_url}/console/login")
+    await page.get_by_label("Bank (tenant)").fill(slug)
+    await page.get_by_label("Username").fill(username)
+    await page.get_by_label("Password").fill(PASSWORD)
+    await page.get_by_role("button", name="Sign in").click()
+    await expect(page.get_by_role("heading", name="Find a customer")).to_be_visible()
