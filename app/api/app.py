@@ -40,6 +40,7 @@ from app.api.demo import demo_page
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.explanations import ExplanationController
 from app.api.health import health, ready
+from app.api.home import favicon, home
 from app.api.jobs import JobController
 from app.api.metrics import MetricsController
 from app.api.openapi import OPENAPI_PLUGINS, openapi_config
@@ -215,6 +216,8 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
     )
     return Litestar(
         route_handlers=[
+            home,
+            favicon,
             *([demo_page] if settings.demo_page else []),
             health,
             ready,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -53,7 +54,12 @@ def start_embedded_postgres(data_dir: Path) -> str:
     """Start (or join) the embedded Postgres cluster under data_dir and return its URL."""
     pg_dir = (data_dir / "postgres").resolve()
     if pg_dir not in _embedded_servers:
-        import pgserver  # imported here: only the embedded default needs it
+        with warnings.catch_warnings():
+            # pgserver keeps its lock in the user's runtime folder; without XDG_RUNTIME_DIR (a container,
+            # sudo, a CI runner) platformdirs warns on import and falls back to /tmp/runtime-<uid>, which
+            # serves as well: not something to print on every start.
+            warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")
+            import pgserver  # imported here: only the embedded default needs it
 
         pg_dir.mkdir(parents=True, exist_ok=True)
         _embedded_servers[pg_dir] = pgserver.get_server(pg_dir, cleanup_mode="stop")  # type: ignore[attr-defined]

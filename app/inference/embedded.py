@@ -8,8 +8,8 @@ Generation goes through the server's handler in-process; its HTTP side, on a loo
 only our health checks and tokenization. Anything else on the machine could reach that port, and
 any web page a developer opens could try to: it requires a key made for this process, and its
 CORS allows no origin (llama.cpp always sends Access-Control-Allow-Origin; it is empty, which
-matches none). It logs what the service's LOG_LEVEL asks for: its per-request slot timings only at
-DEBUG.
+matches none). It logs what the service's LOG_LEVEL asks for: its per-request slot timings and its
+warnings only at DEBUG.
 """
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ from app.errors import EngineError
 from app.inference.engine import Event, Finished, GenerationRequest, TextDelta, engine_error
 
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-# llama.cpp's log verbosity for the service's LOG_LEVEL: 3 with its info (model load, slot timings),
-# 2 warnings and errors, 1 errors only.
-VERBOSITY = {"DEBUG": 3, "NOTSET": 3, "INFO": 2, "WARNING": 2, "WARN": 2}
+# llama.cpp's log verbosity for the service's LOG_LEVEL: 3 with its info and warnings (model load, slot
+# timings), 1 errors only. Its server logs routine events as warnings — every stream we end early, a
+# plan refused or a cache fill done, is "srv stop: cancel task" — so they are shown at DEBUG only.
+VERBOSITY = {"DEBUG": 3, "NOTSET": 3}
 
 
 def default_model_path() -> str:
