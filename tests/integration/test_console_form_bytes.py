@@ -4,7 +4,6 @@ place (the JSON API already refuses such bodies). Through a real server, as a br
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -15,30 +14,19 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
 from app.data import conversations, handovers
-from app.data.agents import create_agent
 from app.settings import Settings
-from tests.factories import customer, document
+from tests.console import csrf_of, signed_in
 from tests.servers import ThreadedServer
 
-PASSWORD = "a long enough password"
-CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 
 
-def csrf_of(page: httpx.Response) -> str:
-    match = CSRF.search(page.text)
-    assert match, page.text
-    return match.group(1)
-
-
 @pytest.fixture
-async def agent(database_url: str, make_tenant: Any, load: Any, engine: AsyncEngine) -> AsyncIterator[Any]:
+async def agent(database_url: str, make_bank: Any, engine: AsyncEngine) -> AsyncIterator[Any]:
     """Ana, signed in, holding Ann's conversation; her browser, the conversation's id and page's CSRF token."""
-    bank = await make_tenant("interactive")
-    await load(document(bank.slug, [customer()]))
+    bank = await make_bank(agents=("ana",))
     cid = uuid.uuid4()
     async with engine.begin() as conn:
-        await create_agent(conn, bank.id, "ana", "Ana", PASSWORD)
         await conversations.start(conn, bank.id, cid, "C-1001", "en")
         await conversations.append(conn, bank.id, cid, "customer", "I want to talk to a person", account_ref="A-1")
         assert await handovers.hand_over(conn, bank.id, cid, "requested")
@@ -50,9 +38,7 @@ async def agent(database_url: str, make_tenant: Any, load: Any, engine: AsyncEng
         refused = await http.post("/console/login", content=bad, headers=FORM)
         assert refused.status_code == 400
         assert "not valid UTF-8" in refused.text
-        data = {"csrf_token": csrf_of(login), "tenant": bank.slug, "username": "ana", "password": PASSWORD}
-        assert (await http.post("/console/login", data=data)).status_code == 303
-        csrf = csrf_of(await http.get("/console"))
+        csrf = await signed_in(http, bank.slug)
         assert (await http.post(f"/console/conversations/{cid}/take", data={"csrf_token": csrf})).status_code == 303
         yield http, bank.id, cid, csrf
     server.stop()
@@ -73,6 +59,6 @@ async def test_a_reply_that_is_not_utf8_is_a_400_and_is_not_stored(agent: Any, e
         said = [(m.role, m.text) for m in await conversations.messages(conn, tenant_id, cid)]
     assert said == [
         ("customer", "I want to talk to a person"),
-        ("system", "Ana has joined the conversation."),
+        ("system", "Ana Agent has joined the conversation."),
         ("agent", "café"),
     ]

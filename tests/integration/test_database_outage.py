@@ -6,7 +6,6 @@ restarting the app. A bad statement stays a 500. An account whose stored rows ca
 from __future__ import annotations
 
 import asyncio
-import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -30,14 +29,13 @@ from app.domain.priority import TenantLimits
 from app.errors import DatabaseUnavailable
 from app.settings import Settings
 from tests.conftest import _admin_url
+from tests.console import PASSWORD, sign_in
 from tests.db_proxy import DatabaseProxy
 from tests.factories import account, customer, document, import_document
 from tests.servers import free_port, start_service, wait_until_healthy
 
-PASSWORD = "correct horse battery staple"
 QUESTION = "Why is my bill higher than last month?"
 ASK = {"account_ref": "A-1", "question": QUESTION, "as_of": "2026-11-10"}
-CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 DOWN = {"status": 503, "error": "database_unavailable", "message": "the database is unavailable; try again shortly"}
 Client = AsyncTestClient[Any]
 
@@ -106,14 +104,6 @@ def _auth(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-async def _sign_in(client: Client, slug: str) -> None:
-    form = await client.get("/console/login")
-    match = CSRF.search(form.text)
-    assert match, form.text
-    data = {"csrf_token": match.group(1), "tenant": slug, "username": "ana", "password": PASSWORD}
-    assert (await client.post("/console/login", data=data, follow_redirects=False)).status_code == 303
-
-
 async def _requests(client: Client, key: str, token: str, job_id: str) -> dict[str, httpx.Response]:
     return {
         "explanation": await client.post("/v1/explanations", json=ASK, headers=_auth(key)),
@@ -133,7 +123,7 @@ async def test_database_outage_is_503_with_retry_after_and_recovers_without_a_re
         job = await client.post("/v1/explanations:batch", json={"items": [ASK]}, headers=_auth(outage.key))
         assert job.status_code == 202, job.text
         job_id = job.json()["job_id"]
-        await _sign_in(client, outage.slug)
+        assert (await sign_in(client, outage.slug)).status_code == 303
         before = await _requests(client, outage.key, token, job_id)
         assert {name: r.status_code for name, r in before.items()} == {
             "explanation": 200, "chat": 200, "job": 200, "batch": 202, "console": 200, "ready": 200
@@ -195,12 +185,11 @@ async def test_a_failing_statement_is_still_a_500(engine: AsyncEngine) -> None:
 
 
 @pytest.fixture
-async def unreadable_bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Any:
+async def unreadable_bank(make_bank: Any, engine: AsyncEngine) -> Any:
     """Ann's A-1 is fine; Bo's B-1 has a statement due 'infinity' (written before the importer refused it)."""
-    tenant = await make_tenant()
-    await load(document(tenant.slug, [customer(), customer("C-2002", accounts=[account("B-1")]) | {"name": "Bo"}]))
+    bo = customer("C-2002", accounts=[account("B-1")]) | {"name": "Bo"}
+    tenant = await make_bank(customer(), bo, priority_class="standard", agents=("ana",))
     async with engine.begin() as conn:
-        await create_agent(conn, tenant.id, "ana", "Ana Agent", PASSWORD)
         await conn.execute(
             text(
                 "UPDATE statements SET due_date = 'infinity' WHERE tenant_id = :t AND account_id = "
@@ -233,7 +222,7 @@ async def test_an_unreadable_account_is_422_for_that_account_only(database_url: 
             {"status": 422, "error": "unreadable_data", "message": UNREADABLE},
         )
 
-        await _sign_in(client, unreadable_bank.slug)
+        assert (await sign_in(client, unreadable_bank.slug)).status_code == 303
         page = await client.get("/console/accounts/B-1")
         assert page.status_code == 422
         assert "account &#39;B-1&#39; has stored data that cannot be read" in page.text
@@ -479,7 +468,7 @@ async def test_every_way_the_database_can_be_out_of_reach_is_503_on_every_route_
         async with AsyncTestClient(app=create_app(_settings(**env), url)) as client:
             token = await client.post("/v1/sessions", json={"customer_ref": "C-1001"}, headers=_auth(outage.key))
             job = await client.post("/v1/explanations:batch", json={"items": [ASK]}, headers=_auth(outage.key))
-            await _sign_in(client, outage.slug)
+            assert (await sign_in(client, outage.slug)).status_code == 303
             args = (client, outage.key, token.json()["token"], job.json()["job_id"])
             assert {name: r.status_code for name, r in (await _every_route(*args)).items()} == UP
 

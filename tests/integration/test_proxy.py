@@ -26,17 +26,15 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.console.session import LOGIN_CSRF_COOKIE
-from app.data.agents import create_agent
 from app.data.signin import client_key
 from app.settings import PROJECT_ROOT
+from tests.console import PASSWORD, csrf_of
 from tests.proxy import Output, nginx_config, replica_environment, running_nginx
 from tests.servers import free_port, start_service, stop_service, wait_until_healthy
 from tests.waiting import until
 
-PASSWORD = "correct horse battery staple"
 WRONG = "guess-guess-guess"
 TOKEN = "proxy-test-metrics-token"
-CSRF_FIELD = 'name="csrf_token" value="'
 # Every path the app routes to its metrics (checked against a replica below), and other spellings.
 METRICS_PATHS = [
     "/metrics", "/metrics/", "//metrics", "///metrics/", "/metrics//", "/metrics?x=1", "/metrics/?x",
@@ -81,14 +79,6 @@ def edge(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             stop_service(proc)
 
 
-@pytest.fixture
-async def bank(make_tenant: Any, engine: AsyncEngine) -> str:
-    tenant = await make_tenant()
-    async with engine.begin() as conn:
-        await create_agent(conn, tenant.id, "ana", "Ana Agent", PASSWORD)
-    return str(tenant.slug)
-
-
 @asynccontextmanager
 async def console(url: str, address: str) -> AsyncIterator[httpx.AsyncClient]:
     """A browser at this loopback address with the sign-in form's double-submit pair."""
@@ -96,7 +86,7 @@ async def console(url: str, address: str) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(base_url=url, transport=transport, timeout=30) as client:
         form = await client.get("/console/login")
         assert form.status_code == 200, form.text
-        client.headers["x-test-csrf"] = form.text.split(CSRF_FIELD, 1)[1].split('"', 1)[0]
+        client.headers["x-test-csrf"] = csrf_of(form)
         client.headers["cookie"] = f"{LOGIN_CSRF_COOKIE}={form.cookies[LOGIN_CSRF_COOKIE]}"
         yield client
 
@@ -118,22 +108,24 @@ async def client_rows(engine: AsyncEngine, *keys: str) -> dict[str, int]:
     return {row.key: row.failures for row in rows}
 
 
+@pytest.mark.bank(agents=("ana",))
 async def test_forged_forwarded_for_through_the_proxy_neither_resets_the_throttle_nor_is_logged(
-    edge: Edge, bank: str, engine: AsyncEngine
+    edge: Edge, bank: Any, engine: AsyncEngine
 ) -> None:
+    slug = bank.slug
     async with console(edge.proxy, "127.0.0.5") as client:
         # A password spray, 30 usernames, each attempt claiming another address.
-        statuses = [await sign_in(client, bank, f"user{n}", WRONG, f"7.7.7.{n}") for n in range(1, 31)]
+        statuses = [await sign_in(client, slug, f"user{n}", WRONG, f"7.7.7.{n}") for n in range(1, 31)]
         assert statuses == [401] * 30
         # The right password, once more from a "new" address: the throttle holds (20 a minute).
-        assert await sign_in(client, bank, "ana", PASSWORD, "7.7.7.31") == 401
+        assert await sign_in(client, slug, "ana", PASSWORD, "7.7.7.31") == 401
     assert await client_rows(engine, client_key("127.0.0.5")) == {client_key("127.0.0.5"): 20}
     # Only the address was throttled: ana, from another one, signs in.
     async with console(edge.proxy, "127.0.0.7") as other:
-        assert await sign_in(other, bank, "ana", PASSWORD, "7.7.7.32") == 303
+        assert await sign_in(other, slug, "ana", PASSWORD, "7.7.7.32") == 303
 
     def signins() -> list[dict[str, Any]]:
-        return [e for e in edge.events("console_signin") if e["tenant"] == bank]
+        return [e for e in edge.events("console_signin") if e["tenant"] == slug]
 
     await until("the 32 sign-in records", lambda: len(signins()) == 32)
     records = signins()  # from both replicas (least_conn spreads them)
