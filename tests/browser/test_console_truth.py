@@ -206,6 +206,11 @@ async def test_a_chinese_conversation_marks_every_message_with_its_own_language(
     await expect(page.locator("#transcript li").nth(2).locator(".in")).to_have_text("· in English")
     await expect(page.locator("#language")).to_contain_text("Simplified Chinese")
     await expect(page.locator("html")).to_have_attribute("lang", "en")  # the console itself stays English
+    for message in await page.locator("#transcript li").all():  # who, when and in what: one line
+        who, when = await message.locator(".who").bounding_box(), await message.locator("time").bounding_box()
+        assert who is not None
+        assert when is not None
+        assert abs(who["y"] - when["y"]) < 4, (who, when)
 
     await chat.say("谢谢", cid)  # arrives live: the script marks it too
     await expect(texts).to_have_count(6, timeout=5000)
