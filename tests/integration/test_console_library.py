@@ -16,29 +16,16 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
 from app.data.agents import create_agent
-from app.data.knowledge import import_library
 from app.domain.knowledge import ArticleIn
 from app.settings import Settings
-from tests.factories import customer, document
+from tests.console import PASSWORD, signed_in
 
-PASSWORD = "a long enough password"
 OLD = "To dispute a charge, open it in the app and choose Dispute."
 NEW = "To dispute a charge, ask an agent in the chat: they open the dispute with you."
 ARTICLE = ArticleIn(
     id="dispute-how", locale="en", title="Disputing a charge", body=OLD, questions=["how do I dispute a charge"]
 )
-CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
-
-
-@pytest.fixture
-async def bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Any:
-    tenant = await make_tenant()
-    await load(document(tenant.slug, [customer()]))
-    async with engine.begin() as conn:
-        await import_library(conn, tenant.id, [ARTICLE])
-        for name in ("ana", "bo"):
-            await create_agent(conn, tenant.id, name, name.title(), PASSWORD)
-    return tenant
+pytestmark = pytest.mark.bank(agents=("ana", "bo"), library=(ARTICLE,), priority_class="standard")
 
 
 @pytest.fixture
@@ -46,21 +33,6 @@ async def client(database_url: str) -> AsyncIterator[AsyncTestClient[Any]]:
     env = {"ENGINE": "off", "COOKIE_SECURE": "0", "BATCH_WORKER": "0", "API_KEY_CACHE_TTL": "0"}
     async with AsyncTestClient(app=create_app(Settings.from_env(env), database_url)) as client:
         yield client
-
-
-def _csrf(page: httpx.Response) -> str:
-    found = CSRF.search(page.text)
-    assert found, page.text
-    return found.group(1)
-
-
-async def _sign_in(client: Any, slug: str, username: str) -> str:
-    """A fresh session for this agent (the client's cookies replaced); its CSRF token."""
-    client.cookies.clear()
-    form = await client.get("/console/login")
-    data = {"csrf_token": _csrf(form), "tenant": slug, "username": username, "password": PASSWORD}
-    assert (await client.post("/console/login", data=data, follow_redirects=False)).status_code == 303
-    return _csrf(await client.get("/console"))
 
 
 async def _explain(client: Any, key: str) -> dict[str, Any]:
@@ -78,7 +50,7 @@ def _versions(page: httpx.Response) -> list[tuple[str, str]]:
 
 
 async def test_a_draft_answers_once_another_agent_approves_it_and_every_version_stays(client: Any, bank: Any) -> None:
-    csrf = await _sign_in(client, bank.slug, "ana")
+    csrf = await signed_in(client, bank.slug, "ana")
     listed = await client.get("/console/library")
     assert 'data-article="dispute-how" data-locale="en"' in listed.text
     edit = {"csrf_token": csrf, "title": "Disputing a charge", "body": NEW, "tags": "", "questions": "dispute a charge"}
@@ -92,16 +64,16 @@ async def test_a_draft_answers_once_another_agent_approves_it_and_every_version_
     before = await _explain(client, bank.key)
     assert before["explanation"] == f"From our help article “Disputing a charge”: {OLD}"  # the draft answers nothing
 
-    bo = await _sign_in(client, bank.slug, "bo")
+    bo = await signed_in(client, bank.slug, "bo")
     page = await client.get("/console/library/en/dispute-how")
     found = re.search(r"/console/library/versions/(\d+)/approve", page.text)
     assert found is not None
     approve = f"/console/library/versions/{found.group(1)}/approve"
-    ana = await _sign_in(client, bank.slug, "ana")  # ...and the route refuses it too
+    ana = await signed_in(client, bank.slug, "ana")  # ...and the route refuses it too
     refused = await client.post(approve, data={"csrf_token": ana}, follow_redirects=False)
     assert refused.status_code == 403
     assert "approved by someone other than its author" in refused.text
-    bo = await _sign_in(client, bank.slug, "bo")
+    bo = await signed_in(client, bank.slug, "bo")
     assert (await client.post(approve, data={"csrf_token": bo}, follow_redirects=False)).status_code == 303
     page = await client.get("/console/library/en/dispute-how")
     assert _versions(page) == [("2", "live"), ("1", "retired")]
@@ -115,7 +87,7 @@ async def test_a_draft_answers_once_another_agent_approves_it_and_every_version_
 
 
 async def test_a_refused_edit_says_why_and_keeps_what_was_written(client: Any, bank: Any) -> None:
-    csrf = await _sign_in(client, bank.slug, "ana")
+    csrf = await signed_in(client, bank.slug, "ana")
     edit = {"csrf_token": csrf, "title": " ", "body": NEW, "tags": "", "questions": ""}
     refused = await client.post("/console/library/en/dispute-how/drafts", data=edit, follow_redirects=False)
     assert refused.status_code == 422
@@ -129,6 +101,6 @@ async def test_another_banks_library_is_not_found(
     other = await make_tenant()
     async with engine.begin() as conn:
         await create_agent(conn, other.id, "zed", "Zed", PASSWORD)
-    await _sign_in(client, other.slug, "zed")
+    await signed_in(client, other.slug, "zed")
     assert (await client.get("/console/library/en/dispute-how")).status_code == 404
     assert 'data-article="dispute-how"' not in (await client.get("/console/library")).text
