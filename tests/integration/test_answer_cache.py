@@ -55,12 +55,8 @@ async def llm(database_url: str, fake_sglang: RunningFake) -> AsyncIterator[Asyn
         yield client
 
 
-@pytest.fixture
-async def bank(make_tenant: Any, load: Any) -> Any:
-    tenant = await make_tenant()
-    nov = statement("2026-11-01", "2026-11-30", "2026-12-25")
-    await load(document(tenant.slug, [customer(accounts=[account(statements=[SEPT, OCT, nov])])]))
-    return tenant
+NOV = statement("2026-11-01", "2026-11-30", "2026-12-25")
+pytestmark = pytest.mark.bank(customer(accounts=[account(statements=[SEPT, OCT, NOV])]), priority_class="standard")
 
 
 def true_to_the_prompt(prompt: str) -> Script:

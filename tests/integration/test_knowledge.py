@@ -21,7 +21,7 @@ from app.domain.knowledge import ArticleIn, parse_library
 from app.settings import Settings
 from bench.fakes.plans import plan
 from bench.fakes.sglang_server import RunningFake, Script
-from tests.factories import GYM_STORY, account, customer, document, tx
+from tests.factories import GYM_STORY, account, customer, tx
 from tests.waiting import until
 
 INTEREST_TEXT = (
@@ -66,14 +66,11 @@ def _settings(**extra: str) -> Settings:
     return Settings.from_env({"ENGINE": "off", "API_KEY_CACHE_TTL": "0", "MAX_IN_FLIGHT": "1000", **extra})
 
 
-@pytest.fixture
-async def bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Any:
-    """A bank with the library above, and Ann's account A-1 with an interest line."""
-    tenant = await make_tenant("interactive")
-    await load(document(tenant.slug, [customer(accounts=[account(transactions=INTEREST_STORY)])]))
-    async with engine.begin() as conn:
-        await import_library(conn, tenant.id, parse_library(json.dumps(LIBRARY).encode()))
-    return tenant
+# The bank: the library above, and Ann's account A-1 with an interest line.
+pytestmark = pytest.mark.bank(
+    customer(accounts=[account(transactions=INTEREST_STORY)]),
+    library=tuple(parse_library(json.dumps(LIBRARY).encode())),
+)
 
 
 async def _explain(client: Any, key: str, question: str) -> dict[str, Any]:

@@ -29,18 +29,17 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
 from app.cli import main
-from app.data.agents import create_agent
 from app.data.tenants import set_limits
 from app.settings import Settings, get_settings
 from bench.fakes.plans import GOOD
 from bench.fakes.sglang_server import RunningFake, Script
+from tests.console import csrf_of, sign_in
 from tests.factories import account, customer, document, write_csv
 from tests.servers import ThreadedServer, free_port
 
 PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"  # Debian's package puts it in sbin
-PASSWORD = "correct horse battery staple"
+BO = customer("C-2002", accounts=[account("B-1"), account("B-2")])
 QUESTION = "Why is my bill higher than last month?"
-CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 PREPARED = re.compile(r'prepared statement \\?"\w+\\?" (does not exist|already exists)')
 ROUNDS = 3
 
@@ -89,12 +88,10 @@ def pooler_url(database_url: str, tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
-async def bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Any:
+async def bank(make_bank: Any, engine: AsyncEngine) -> Any:
     """Loaded straight into Postgres: only the service goes through the pooler."""
-    tenant = await make_tenant("interactive")
-    await load(document(tenant.slug, [customer(), customer("C-2002", accounts=[account("B-1"), account("B-2")])]))
+    tenant = await make_bank(customer(), BO, agents=("ana",))
     async with engine.begin() as conn:
-        await create_agent(conn, tenant.id, "ana", "Ana Agent", PASSWORD)
         await set_limits(conn, tenant.slug, {"rate_limit_per_s": 10_000, "max_concurrency": 1_000})  # no 429s
     return tenant
 
@@ -152,17 +149,13 @@ async def _batch(client: Any, key: str) -> int:
 async def _console(url: str, slug: str) -> int:
     """An agent in a browser of its own: sign in, open the account, ask."""
     async with httpx.AsyncClient(base_url=url, timeout=60) as browser:
-        form = await browser.get("/console/login")
-        if form.status_code != 200:
-            return int(form.status_code)
-        data = {"csrf_token": CSRF.findall(form.text)[0], "tenant": slug, "username": "ana", "password": PASSWORD}
-        r = await browser.post("/console/login", data=data, follow_redirects=False)
+        r = await sign_in(browser, slug)
         if r.status_code != 303:
             return int(r.status_code)
         page = await browser.get("/console/accounts/A-1")
         if page.status_code != 200:
             return int(page.status_code)
-        data = {"csrf_token": CSRF.findall(page.text)[0], "question": QUESTION, "locale": "en"}
+        data = {"csrf_token": csrf_of(page), "question": QUESTION, "locale": "en"}
         r = await browser.post("/console/accounts/A-1/answers", data=data, follow_redirects=True)
         return int(r.status_code)
 
