@@ -18,28 +18,18 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
 from app.data import conversations, handovers
-from app.data.agents import create_agent
 from app.settings import Settings
 from bench.fakes.plans import GOOD
 from bench.fakes.sglang_server import RunningFake, Script
 from tests.browser.helpers import screenshot
 from tests.chat_streams import TO_A_PERSON, last_events
-from tests.factories import customer, document
+from tests.console import sign_in_page
 from tests.servers import ThreadedServer
 from tests.waiting import until
 
-PASSWORD = "correct horse battery staple"
+pytestmark = pytest.mark.bank(agents=("ana",))
 AS_OF = date(2026, 11, 10)  # October's bill: 12.00 EUR higher than September's (tests/factories.py)
 BASE = {"COOKIE_SECURE": "0", "BATCH_WORKER": "0"}
-
-
-@pytest.fixture
-async def bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Any:
-    tenant = await make_tenant("interactive")
-    await load(document(tenant.slug, [customer()]))
-    async with engine.begin() as conn:
-        await create_agent(conn, tenant.id, "ana", "Ana Agent", PASSWORD)
-    return tenant
 
 
 @pytest.fixture
@@ -85,15 +75,6 @@ async def chat(bank: Any, request: pytest.FixtureRequest) -> AsyncIterator[Custo
         yield Customer(http, session.json()["token"])
 
 
-async def sign_in(page: Page, url: str, bank: Any) -> None:
-    await page.goto(f"{url}/console/login")
-    await page.get_by_label("Bank (tenant)").fill(bank.slug)
-    await page.get_by_label("Username").fill("ana")
-    await page.get_by_label("Password").fill(PASSWORD)
-    await page.get_by_role("button", name="Sign in").click()
-    await expect(page.get_by_role("link", name="Waiting conversations")).to_be_visible()
-
-
 @pytest.mark.parametrize("chat", ["cached_server"], indirect=True)
 async def test_a_cached_reply_opens_the_customers_own_question_and_links_the_canonical_answer(
     page: Page, cached_server: ThreadedServer, bank: Any, chat: Customer, engine: AsyncEngine
@@ -106,7 +87,7 @@ async def test_a_cached_reply_opens_the_customers_own_question_and_links_the_can
     cid = served["conversation"]["conversation_id"]
     assert (await chat.say(TO_A_PERSON, cid))["turn"]["status"] == "waiting"
 
-    await sign_in(page, cached_server.url, bank)
+    await sign_in_page(page, cached_server.url, bank.slug)
     await page.goto(f"{cached_server.url}/console/conversations/{cid}")
     reply = page.locator("#transcript li.assistant").first
     await expect(reply).to_contain_text(served["final"]["explanation"][:40])
@@ -143,7 +124,7 @@ async def test_two_waiting_conversations_of_one_customer_are_told_apart(
         await conn.execute(
             text("UPDATE conversations SET created_at = now() - interval '10 minutes' WHERE id = :id"), {"id": earlier}
         )
-    await sign_in(page, server.url, bank)
+    await sign_in_page(page, server.url, bank.slug)
     await page.get_by_role("link", name="Waiting conversations").click()
     rows = page.locator("#queue tr")
     await expect(rows).to_have_count(2)
@@ -190,7 +171,7 @@ async def test_a_chinese_conversation_marks_every_message_with_its_own_language(
     cid = answered["conversation"]["conversation_id"]
     assert (await chat.say(TO_A_PERSON, cid))["turn"]["status"] == "waiting"
 
-    await sign_in(page, server.url, bank)
+    await sign_in_page(page, server.url, bank.slug)
     await page.get_by_role("link", name="Waiting conversations").click()
     row = page.locator(f'#queue tr[data-id="{cid}"]')
     await expect(row.locator(".first")).to_have_attribute("lang", "zh-CN")

@@ -21,25 +21,21 @@ from app.data.agents import create_agent
 from app.data.database import autocommit
 from app.domain.message_limits import MessageCaps
 from app.errors import NotFound
-from tests.factories import customer, document
 
 CAPS = MessageCaps(per_minute=100, unanswered=100, unanswered_chars=10_000)
 
 
-async def _bank(make_tenant: Any, load: Any, engine: AsyncEngine, username: str) -> tuple[Any, Agent]:
-    tenant = await make_tenant("interactive")
-    await load(document(tenant.slug, [customer()]))  # both banks have a customer C-1001 with account A-1
+async def _bank(make_bank: Any, engine: AsyncEngine, username: str) -> tuple[Any, Agent]:
+    tenant = await make_bank()  # every bank has a customer C-1001 with account A-1
     async with engine.begin() as conn:
         agent_id = await create_agent(conn, tenant.id, username, username.title(), "a long enough password 1")
     agent = Agent(tenant_id=tenant.id, tenant_slug=tenant.slug, agent_id=agent_id, display_name=username.title())
     return tenant, agent
 
 
-async def test_another_banks_conversation_is_not_found_by_any_operation(
-    make_tenant: Any, load: Any, engine: AsyncEngine
-) -> None:
-    ours, ana = await _bank(make_tenant, load, engine, "ana")
-    theirs, zed = await _bank(make_tenant, load, engine, "zed")
+async def test_another_banks_conversation_is_not_found_by_any_operation(make_bank: Any, engine: AsyncEngine) -> None:
+    ours, ana = await _bank(make_bank, engine, "ana")
+    theirs, zed = await _bank(make_bank, engine, "zed")
     service = ConversationService(engine, Wakeups())
     cid, answer = uuid.uuid4(), uuid.uuid4()
     async with engine.begin() as conn:
@@ -99,11 +95,9 @@ async def test_another_banks_conversation_is_not_found_by_any_operation(
     assert (await service.mine(ana, cid)).agent_id == ana.agent_id
 
 
-async def test_the_retention_purges_every_bank_and_only_what_is_idle(
-    make_tenant: Any, load: Any, engine: AsyncEngine
-) -> None:
-    ours, _ = await _bank(make_tenant, load, engine, "ana")
-    theirs, _ = await _bank(make_tenant, load, engine, "zed")
+async def test_the_retention_purges_every_bank_and_only_what_is_idle(make_bank: Any, engine: AsyncEngine) -> None:
+    ours, _ = await _bank(make_bank, engine, "ana")
+    theirs, _ = await _bank(make_bank, engine, "zed")
     idle, ours_fresh, theirs_idle = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
     async with engine.begin() as conn:
         for tenant, cid in ((ours.id, idle), (ours.id, ours_fresh), (theirs.id, theirs_idle)):
