@@ -1,7 +1,8 @@
 """The console's side of a widget conversation's handover: the bank's queue of waiting
 conversations, taking one (of two agents taking it at once exactly one wins), replying, and handing
-it back to the assistant. Each step writes to Postgres and wakes the conversation's live feed
-(app/api/conversation_feed.py), so the customer's widget shows it at once.
+it back to the assistant: pages and redirects around the conversation service (app/conversations/),
+whose every step is one transaction and wakes the conversation's live feed, so the customer's widget
+shows it at once.
 
 Every route is scoped by the signed-in agent's tenant: another bank's conversation is "not found",
 exactly like a missing one."""
