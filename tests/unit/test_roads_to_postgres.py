@@ -1,5 +1,5 @@
-"""The roads to Postgres (docs/data.md), read from the source: each pool is made in one place, and
-the answer cache is read and written by one module."""
+"""The roads to Postgres (docs/data.md), read from the source: each pool is made in one place, the
+answer cache is read and written by one module, and every statement binds its values by name."""
 
 from __future__ import annotations
 
@@ -72,3 +72,15 @@ def test_the_answer_cache_is_read_and_written_by_one_module() -> None:
 def test_the_service_makes_its_pools_in_the_documented_places_only() -> None:
     """A pool made anywhere else (one per request, per tenant, per call) shows up here."""
     assert pool_makers(PROJECT_ROOT / "app") == SERVICE_POOLS
+
+
+def test_statements_bind_by_name() -> None:
+    """asyncpg's `$n` is made from `:name` by app/data/sql.py `Statement`, never written by hand."""
+    positional = re.compile(r"\$\d")
+    found = [
+        f"{path.relative_to(PROJECT_ROOT)}:{line}"
+        for path in sorted((PROJECT_ROOT / "app").rglob("*.py"))
+        for line, value in _strings(path)
+        if positional.search(value)
+    ]
+    assert found == []
