@@ -1,5 +1,5 @@
-"""The agent console as the tests drive it: the agents' password, the CSRF token of a page, and a
-sign-in over HTTP (any httpx-like client: AsyncTestClient or httpx.AsyncClient) or in a browser."""
+"""The agent console as the tests drive it: its settings, the agents' password, the CSRF token of a page,
+and a sign-in over HTTP (any httpx-like client: AsyncTestClient or httpx.AsyncClient) or in a browser."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import Any, Protocol
 
 from playwright.async_api import Page, expect
 
+from app.settings import Settings
+
 PASSWORD = "correct horse battery staple"  # every agent the tests make (conftest's make_bank)
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 
@@ -15,6 +17,13 @@ CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 class Response(Protocol):
     @property
     def text(self) -> str: ...
+
+
+def console_settings(**extra: str) -> Settings:
+    """No engine, cookies over plain HTTP; every test client has one address, so the per-address
+    sign-in throttle (tested in test_console_signin.py) is out of the way."""
+    env = {"ENGINE": "off", "COOKIE_SECURE": "0", "BATCH_WORKER": "0", "SIGNIN_CLIENT_ATTEMPTS": "100000"}
+    return Settings.from_env(env | extra)
 
 
 def csrf_of(page: Response) -> str:
@@ -32,8 +41,7 @@ async def sign_in(client: Any, slug: str, username: str = "ana", password: str =
 
 
 async def signed_in(client: Any, slug: str, username: str = "ana") -> str:
-    """Signs in (a fresh session: the client's cookies are replaced); the session's CSRF token."""
-    client.cookies.clear()
+    """Signs in; the new session's CSRF token."""
     response = await sign_in(client, slug, username)
     assert response.status_code == 303, response.text
     return csrf_of(await client.get("/console"))

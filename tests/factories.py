@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.data.csv_format import TABLES
 from app.data.import_format import parse
@@ -80,3 +81,15 @@ GYM_STORY = [
     tx("T-5", "2026-10-12", "purchase", "12.00", "City Gym", description="Monthly membership"),
     tx("T-6", "2026-10-15", "payment", "112.99", description="Payment - thank you"),
 ]
+
+
+async def snapshot(engine: AsyncEngine, tenant_id: int) -> list[Any]:
+    """Every row of the tenant with its xmin: a changed xmin means the row was written again."""
+    rows = []
+    async with engine.connect() as conn:
+        for table in ("customers", "accounts", "statements", "transactions"):
+            result = await conn.execute(
+                text(f"SELECT xmin::text, * FROM {table} WHERE tenant_id = :t ORDER BY id"), {"t": tenant_id}
+            )
+            rows += [(table, *row) for row in result.all()]
+    return rows

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import time
 from datetime import date
 from typing import Any
@@ -26,21 +25,15 @@ from app.data.tenants import issue_api_key, principal_for, revoke_key, set_limit
 from app.domain.priority import sglang_priority
 from app.inference.scheduler import Scheduler
 from app.security import CustomerClaims, issue_token, read_token
-from app.settings import Settings
 from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, GOOD, GOOD_SHOWN, plan
 from bench.fakes.sglang_server import RunningFake, Script
+from tests.chat_streams import BAD, GOOD_DELTAS, QUESTION, SECRET, ask, chat_settings, llm_settings, sse, token_for
 from tests.factories import account, customer, document
 from tests.servers import ThreadedServer
 from tests.waiting import until
 
-QUESTION = "Why is my bill higher than last month?"
-SECRET = "test-secret"
-# The model writes a plan (bench/fakes/plans.py); the customer reads its claims in reviewed wordings, one
-# delta per claim, released once the plan holds what the question needs (the change and its cause).
-_CAUSE = GOOD_SHOWN.index(" The largest change")
-GOOD_DELTAS = [GOOD_SHOWN[:_CAUSE], GOOD_SHOWN[_CAUSE:]]  # the change, then its cause
-# The third claim contradicts the facts (the statement is unpaid); the two before it were already said.
-BAD = plan(CHANGE_UP, DRIVER_1_UP, {"claim": "payment_status", "status": "paid"})
+# Ann (C-1001, account A-1, the 12.00 gym story) and Bo (C-2002, accounts B-1 and B-2) at one bank.
+pytestmark = pytest.mark.bank(customer(), customer("C-2002", accounts=[account("B-1"), account("B-2")]))
 # A longer plan, for hanging up while the model still writes it.
 LONG = plan(
     CHANGE_UP,
@@ -51,53 +44,9 @@ LONG = plan(
 )
 
 
-def settings(**extra: str) -> Settings:
-    return Settings.from_env({"ENGINE": "off", "SESSION_SECRET": SECRET, "API_KEY_CACHE_TTL": "0", **extra})
-
-
-def llm_settings(fake: RunningFake, **extra: str) -> Settings:
-    return settings(ENGINE="sglang", SGLANG_URL=fake.url, ANSWER_CACHE_FILL="0", **extra)
-
-
-def events(body: str) -> list[tuple[str, dict[str, Any]]]:
-    """(event, data) pairs of a Server-Sent Events body."""
-    out = []
-    for block in body.replace("\r\n", "\n").split("\n\n"):
-        lines = [line for line in block.split("\n") if line and not line.startswith(":")]
-        if not lines:
-            continue
-        fields = dict(line.split(": ", 1) for line in lines)
-        out.append((fields["event"], json.loads(fields["data"])))
-    return out
-
-
-@pytest.fixture
-async def bank(make_tenant: Any, load: Any) -> Any:
-    """Ann (C-1001, account A-1, the 12.00 gym story) and Bo (C-2002, account B-1) at one bank."""
-    tenant = await make_tenant("interactive")
-    await load(document(tenant.slug, [customer(), customer("C-2002", accounts=[account("B-1"), account("B-2")])]))
-    return tenant
-
-
-async def token_for(client: Any, key: str, customer_ref: str = "C-1001") -> str:
-    r = await client.post(
-        "/v1/sessions", json={"customer_ref": customer_ref}, headers={"Authorization": f"Bearer {key}"}
-    )
-    assert r.status_code == 201, r.text
-    return str(r.json()["token"])
-
-
-async def ask(client: Any, token: str, account_ref: str = "A-1", question: str = QUESTION) -> Any:
-    return await client.post(
-        "/v1/chat",
-        json={"account_ref": account_ref, "question": question, "as_of": "2026-11-10"},
-        headers={"Authorization": f"Bearer {token}"},
-    )
-
-
 @pytest.fixture
 async def chat_client(database_url: str) -> Any:
-    async with AsyncTestClient(app=create_app(settings(), database_url)) as client:
+    async with AsyncTestClient(app=create_app(chat_settings(), database_url)) as client:
         yield client
 
 
@@ -124,7 +73,7 @@ async def test_the_stream_sends_facts_then_text_then_the_audited_answer(
     assert r.status_code == 200, r.text
     assert r.headers["content-type"].startswith("text/event-stream")
     assert r.headers["cache-control"] == "no-store"
-    stream = events(r.text)
+    stream = sse(r.text)
     # The conversation it starts, the facts, the text, the audited answer, the turn as recorded.
     assert [name for name, _ in stream] == ["conversation", "facts", "delta", "final", "turn"]
     facts, final = stream[1][1], stream[-2][1]
@@ -222,7 +171,7 @@ async def test_a_validated_model_answer_streams_in_pieces(
     fake_sglang.fake.default = Script(text=GOOD)
     async with AsyncTestClient(app=create_app(llm_settings(fake_sglang), database_url)) as client:
         r = await ask(client, await token_for(client, bank.key))
-    stream = events(r.text)
+    stream = sse(r.text)
     names = [name for name, _ in stream]
     assert names[:2] == ["conversation", "facts"]
     assert names[-2:] == ["final", "turn"]
@@ -243,7 +192,7 @@ async def test_an_answer_that_fails_validation_is_replaced(
     fake_sglang.fake.default = Script(text=BAD)
     async with AsyncTestClient(app=create_app(llm_settings(fake_sglang), database_url)) as client:
         r = await ask(client, await token_for(client, bank.key))
-    stream = events(r.text)
+    stream = sse(r.text)
     names = [name for name, _ in stream]
     assert names[:2] == ["conversation", "facts"]
     assert names[-3:] == ["replace", "final", "turn"]
@@ -301,7 +250,7 @@ async def test_a_stream_that_never_starts_still_frees_its_admission_slot(engine:
     assert principal is not None
     scheduler = Scheduler(capacity=1)
     pool = DriverPool(engine.url.render_as_string(hide_password=False), size=2)
-    answers = AnswerService(db=engine, pool=pool, llm=None, scheduler=scheduler, settings=settings())
+    answers = AnswerService(db=engine, pool=pool, llm=None, scheduler=scheduler, settings=chat_settings())
     ask = Ask(
         principal=principal,
         request=ExplanationRequest(account_ref="A-1", question=QUESTION),
@@ -322,7 +271,7 @@ async def test_a_stream_that_never_starts_still_frees_its_admission_slot(engine:
 
 @pytest.mark.parametrize("log_questions", ["0", "1"])
 async def test_one_log_event_per_stream_without_the_token(database_url: str, bank: Any, log_questions: str) -> None:
-    async with AsyncTestClient(app=create_app(settings(LOG_QUESTIONS=log_questions), database_url)) as client:
+    async with AsyncTestClient(app=create_app(chat_settings(LOG_QUESTIONS=log_questions), database_url)) as client:
         token = await token_for(client, bank.key)
         with capture_logs() as logs:
             r = await ask(client, token, question="Why is my bill higher? My PIN is 4821")

@@ -14,9 +14,7 @@ from app.api.app import create_app
 from app.prompts import PROMPT_VERSION
 from bench.fakes.plans import GOOD
 from bench.fakes.sglang_server import RunningFake, Script
-from tests.integration.test_chat_api import bank, events, llm_settings, token_for
-
-__all__ = ["bank"]  # the fixture
+from tests.chat_streams import llm_settings, sse, token_for
 
 TWO_PARTS = "Did my payment arrive, and why is my bill higher?"
 STATUS = "The payment status of this statement: not paid yet, not overdue."
@@ -83,7 +81,7 @@ async def test_the_first_words_need_no_token_from_the_engine(
             json={"account_ref": "A-1", "question": "When do I have to pay and how much?", "as_of": "2026-11-10"},
             headers={"Authorization": f"Bearer {token}"},
         )
-    stream = [(name, data) for name, data in events(r.text) if name in ("delta", "replace", "final")]
+    stream = [(name, data) for name, data in sse(r.text) if name in ("delta", "replace", "final")]
     assert [name for name, _ in stream] == ["delta", "delta", "delta", "replace", "final"]  # a delta a claim
     still = "The amount still to pay is 124.99 EUR."  # "how much": the minimum, and all that is left
     assert [data["text"] for _, data in stream[:3]] == [STATUS, f" {MINIMUM}", f" {still}"]

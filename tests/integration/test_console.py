@@ -25,7 +25,7 @@ from app.api.console.views import statement_view
 from app.api.waterfall import STAGES
 from app.cli import main
 from app.cli.demo import DEMO_AGENT, demo_agents
-from app.data.agents import Identity, authenticate, create_agent, disable_agent
+from app.data.agents import Identity, authenticate, disable_agent
 from app.data.database import autocommit, create_engine
 from app.data.history import load_history
 from app.data.signin import account_key
@@ -33,59 +33,35 @@ from app.data.tenants import create_tenant, set_limits
 from app.demo import TENANTS
 from app.domain.facts import compute_facts
 from app.security import hash_password, verify_password
-from app.settings import Settings, get_settings
+from app.settings import get_settings
 from bench.fakes.plans import GOOD, GOOD_SHOWN
 from bench.fakes.sglang_server import RunningFake, Script
+from tests.console import PASSWORD, console_settings, csrf_of, sign_in, signed_in
 from tests.factories import account, customer, document
 from tests.waiting import until
 
-PASSWORD = "correct horse battery staple"
 QUESTION = "Why is my bill higher than last month?"
 SHOWN = GOOD_SHOWN  # what the customer (and the agent) reads for the plan GOOD
-CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 Client = AsyncTestClient[Any]
-
-
-class Bank:
-    def __init__(self, tenant: Any, username: str) -> None:
-        self.id, self.slug, self.username = tenant.id, tenant.slug, username
-
-
-async def _bank(make_tenant: Any, load: Any, engine: AsyncEngine, customer_name: str = "Ann Lee") -> Bank:
-    tenant = await make_tenant()
-    person = customer() | {"name": customer_name}
-    await load(document(tenant.slug, [person, customer("C-2002", accounts=[account("B-1")]) | {"name": "Bo Chen"}]))
-    async with engine.begin() as conn:
-        await create_agent(conn, tenant.id, "ana", "Ana Agent", PASSWORD)
-    return Bank(tenant, "ana")
+BO = customer("C-2002", accounts=[account("B-1")]) | {"name": "Bo Chen"}
+pytestmark = pytest.mark.bank(customer() | {"name": "Ann Lee"}, BO, agents=("ana",), priority_class="standard")
 
 
 @pytest.fixture
-async def bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Bank:
-    return await _bank(make_tenant, load, engine)
-
-
-@pytest.fixture
-async def other_bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Bank:
-    return await _bank(make_tenant, load, engine, customer_name="Zed Other")
-
-
-def _settings(**extra: str) -> Settings:
-    # Every test client here has the same address: its per-client throttle is tested in test_console_signin.py.
-    env = {"ENGINE": "off", "COOKIE_SECURE": "0", "BATCH_WORKER": "0", "SIGNIN_CLIENT_ATTEMPTS": "100000"}
-    return Settings.from_env(env | extra)
+async def other_bank(make_bank: Any) -> Any:
+    return await make_bank(customer() | {"name": "Zed Other"}, BO, agents=("ana",), priority_class="standard")
 
 
 @pytest.fixture
 async def console(database_url: str) -> AsyncIterator[Client]:
-    async with AsyncTestClient(app=create_app(_settings(), database_url)) as client:
+    async with AsyncTestClient(app=create_app(console_settings(), database_url)) as client:
         yield client
 
 
 @pytest.fixture
 async def model_console(database_url: str, fake_sglang: RunningFake) -> AsyncIterator[Client]:
     fake_sglang.fake.default = Script(text=GOOD)
-    settings = _settings(ENGINE="sglang", SGLANG_URL=fake_sglang.url, SGLANG_MODEL="fake/model")
+    settings = console_settings(ENGINE="sglang", SGLANG_URL=fake_sglang.url, SGLANG_MODEL="fake/model")
     async with AsyncTestClient(app=create_app(settings, database_url)) as client:
         yield client
 
@@ -99,28 +75,6 @@ def other_cookies(client: Client) -> Iterator[None]:
         yield
     finally:
         client.cookies = saved
-
-
-def csrf_of(page: httpx.Response) -> str:
-    match = CSRF.search(page.text)
-    assert match, page.text
-    return match.group(1)
-
-
-async def sign_in(client: Client, bank: Bank, password: str = PASSWORD, username: str | None = None) -> httpx.Response:
-    form = await client.get("/console/login")
-    return await client.post(
-        "/console/login",
-        data={"csrf_token": csrf_of(form), "tenant": bank.slug, "username": username or bank.username,
-              "password": password},
-        follow_redirects=False,
-    )  # fmt: skip
-
-
-async def signed_in(client: Client, bank: Bank) -> str:
-    """Sign in; the session's CSRF token."""
-    assert (await sign_in(client, bank)).status_code == 303
-    return csrf_of(await client.get("/console"))
 
 
 async def ask(client: Client, csrf: str, question: str = QUESTION, ref: str = "A-1", **extra: str) -> httpx.Response:
@@ -158,9 +112,9 @@ def test_passwords_are_salted_scrypt_hashes_checked_in_constant_time() -> None:
 
 
 async def test_signing_in_sets_a_session_cookie_with_safe_flags(
-    console: Client, bank: Bank, engine: AsyncEngine, database_url: str
+    console: Client, bank: Any, engine: AsyncEngine, database_url: str
 ) -> None:
-    response = await sign_in(console, bank)
+    response = await sign_in(console, bank.slug)
     assert response.status_code == 303
     assert response.headers["location"] == "/console"
     cookie = next(c for c in response.headers.get_list("set-cookie") if c.startswith("console_session="))
@@ -181,21 +135,21 @@ async def test_signing_in_sets_a_session_cookie_with_safe_flags(
     assert page.headers["cache-control"] == "no-store"
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
 
-    app = create_app(_settings(COOKIE_SECURE="1"), database_url)
+    app = create_app(console_settings(COOKIE_SECURE="1"), database_url)
     async with AsyncTestClient(app=app, base_url="https://testserver.local") as secure:
-        response = await sign_in(secure, bank)
+        response = await sign_in(secure, bank.slug)
     assert response.status_code == 303
     assert "; Secure" in next(c for c in response.headers.get_list("set-cookie") if c.startswith("console_session="))
 
 
 async def test_a_wrong_password_an_unknown_user_and_a_disabled_agent_all_get_the_same_401(
-    console: Client, bank: Bank, engine: AsyncEngine
+    console: Client, bank: Any, engine: AsyncEngine
 ) -> None:
-    wrong = await sign_in(console, bank, password="not the password")
-    unknown = await sign_in(console, bank, username="nobody")
+    wrong = await sign_in(console, bank.slug, password="not the password")
+    unknown = await sign_in(console, bank.slug, username="nobody")
     async with engine.begin() as conn:
-        assert await disable_agent(conn, bank.id, bank.username)
-    disabled = await sign_in(console, bank)
+        assert await disable_agent(conn, bank.id, "ana")
+    disabled = await sign_in(console, bank.slug)
     for response, typed in ((wrong, "ana"), (unknown, "nobody"), (disabled, "ana")):
         assert response.status_code == 401
         assert "Sign-in failed: the bank, username and password do not match an active agent." in response.text
@@ -205,14 +159,14 @@ async def test_a_wrong_password_an_unknown_user_and_a_disabled_agent_all_get_the
 
 
 async def test_repeated_wrong_passwords_hold_the_agent_back_for_a_while(
-    console: Client, bank: Bank, engine: AsyncEngine
+    console: Client, bank: Any, engine: AsyncEngine
 ) -> None:
     for _ in range(5):  # SIGNIN_MAX_FAILURES
-        assert (await sign_in(console, bank, password="guess-guess-guess")).status_code == 401
-    held = await sign_in(console, bank)  # the right password, too soon: the same answer as a wrong one
+        assert (await sign_in(console, bank.slug, password="guess-guess-guess")).status_code == 401
+    held = await sign_in(console, bank.slug)  # the right password, too soon: the same answer as a wrong one
     assert held.status_code == 401
     assert "Sign-in failed: the bank, username and password do not match an active agent." in held.text
-    key = account_key(bank.slug, bank.username)
+    key = account_key(bank.slug, "ana")
     async with engine.begin() as conn:
         row = await conn.execute(text("SELECT failures, until - updated_at FROM signin_throttle WHERE key = :k"),
                                  {"k": key})  # fmt: skip
@@ -221,15 +175,15 @@ async def test_repeated_wrong_passwords_hold_the_agent_back_for_a_while(
         # The window lapses (here: moved into the past) and the right password works again.
         await conn.execute(text("UPDATE signin_throttle SET until = now() - interval '1 s' WHERE key = :k"),
                            {"k": key})  # fmt: skip
-    assert (await sign_in(console, bank)).status_code == 303
+    assert (await sign_in(console, bank.slug)).status_code == 303
     # A success clears the count: the next wrong password does not hold the agent back at once.
     with other_cookies(console):
-        assert (await sign_in(console, bank, password="guess-guess-guess")).status_code == 401
-        assert (await sign_in(console, bank)).status_code == 303
+        assert (await sign_in(console, bank.slug, password="guess-guess-guess")).status_code == 401
+        assert (await sign_in(console, bank.slug)).status_code == 303
 
 
-async def test_disabling_an_agent_ends_its_sessions(console: Client, bank: Bank, engine: AsyncEngine) -> None:
-    await signed_in(console, bank)
+async def test_disabling_an_agent_ends_its_sessions(console: Client, bank: Any, engine: AsyncEngine) -> None:
+    await signed_in(console, bank.slug)
     sessions = "SELECT count(*) FROM agent_sessions s JOIN agents a ON a.id = s.agent_id WHERE a.tenant_id = :t"
     async with engine.begin() as conn:  # disabled behind the console's back: its session is refused at once
         await conn.execute(text("UPDATE agents SET disabled_at = now() WHERE tenant_id = :t"), {"t": bank.id})
@@ -237,15 +191,15 @@ async def test_disabling_an_agent_ends_its_sessions(console: Client, bank: Bank,
     assert (response.status_code, response.headers["location"]) == (303, "/console/login")
     async with engine.begin() as conn:  # disabling it properly also deletes its sessions
         assert (await conn.execute(text(sessions), {"t": bank.id})).scalar_one() == 1
-        assert await disable_agent(conn, bank.id, bank.username)
+        assert await disable_agent(conn, bank.id, "ana")
         assert (await conn.execute(text(sessions), {"t": bank.id})).scalar_one() == 0
         assert not await disable_agent(conn, bank.id, "nobody")
 
 
 @pytest.mark.parametrize("token", [None, "forged-token"])
-async def test_the_sign_in_form_needs_its_csrf_token(console: Client, bank: Bank, token: str | None) -> None:
+async def test_the_sign_in_form_needs_its_csrf_token(console: Client, bank: Any, token: str | None) -> None:
     await console.get("/console/login")  # the cookie half of the pair is set
-    data = {"tenant": bank.slug, "username": bank.username, "password": PASSWORD}
+    data = {"tenant": bank.slug, "username": "ana", "password": PASSWORD}
     response = await console.post("/console/login", data=data | ({"csrf_token": token} if token else {}))
     assert response.status_code == 403
     assert "security token is missing or does not match" in response.text
@@ -259,9 +213,9 @@ async def test_the_sign_in_form_needs_its_csrf_token(console: Client, bank: Bank
 
 @pytest.mark.parametrize("token", [None, "forged-token"])
 async def test_asking_and_signing_out_need_the_sessions_csrf_token(
-    console: Client, bank: Bank, engine: AsyncEngine, token: str | None
+    console: Client, bank: Any, engine: AsyncEngine, token: str | None
 ) -> None:
-    csrf = await signed_in(console, bank)
+    csrf = await signed_in(console, bank.slug)
     extra = {"csrf_token": token} if token else {}
     for path in ("/console/accounts/A-1/answers", "/console/accounts/A-1/answers/stream"):
         refused = await console.post(path, data={"question": QUESTION, **extra})
@@ -275,13 +229,13 @@ async def test_asking_and_signing_out_need_the_sessions_csrf_token(
     assert (await console.get("/console")).status_code == 200  # still signed in
     # Another session's token is as wrong as a forged one.
     with other_cookies(console):
-        other_csrf = await signed_in(console, bank)
+        other_csrf = await signed_in(console, bank.slug)
     assert other_csrf != csrf
     assert (await ask(console, other_csrf)).status_code == 403
 
 
-async def test_signing_out_ends_the_session(console: Client, bank: Bank) -> None:
-    csrf = await signed_in(console, bank)
+async def test_signing_out_ends_the_session(console: Client, bank: Any) -> None:
+    csrf = await signed_in(console, bank.slug)
     token = console.cookies["console_session"]
     response = await console.post("/console/logout", data={"csrf_token": csrf}, follow_redirects=False)
     assert (response.status_code, response.headers["location"]) == (303, "/console/login")
@@ -290,7 +244,7 @@ async def test_signing_out_ends_the_session(console: Client, bank: Bank) -> None
     assert (await console.get("/console", follow_redirects=False)).status_code == 303
 
 
-async def test_without_a_session_every_page_redirects_to_sign_in(console: Client, bank: Bank) -> None:
+async def test_without_a_session_every_page_redirects_to_sign_in(console: Client, bank: Any) -> None:
     for path in ("/console", "/console?q=ann", "/console/accounts/A-1", f"/console/answers/{uuid.uuid4()}"):
         response = await console.get(path, follow_redirects=False)
         assert (response.status_code, response.headers["location"]) == (303, "/console/login"), path
@@ -306,8 +260,8 @@ async def test_without_a_session_every_page_redirects_to_sign_in(console: Client
         assert f'id="{field}"' in login.text
 
 
-async def test_an_expired_session_is_refused(console: Client, bank: Bank, engine: AsyncEngine) -> None:
-    await signed_in(console, bank)
+async def test_an_expired_session_is_refused(console: Client, bank: Any, engine: AsyncEngine) -> None:
+    await signed_in(console, bank.slug)
     async with engine.begin() as conn:
         await conn.execute(
             text(
@@ -321,9 +275,9 @@ async def test_an_expired_session_is_refused(console: Client, bank: Bank, engine
 
 
 async def test_search_finds_customers_by_reference_or_name_within_the_tenant(
-    console: Client, bank: Bank, other_bank: Bank
+    console: Client, bank: Any, other_bank: Any
 ) -> None:
-    await signed_in(console, bank)
+    await signed_in(console, bank.slug)
     by_name = await console.get("/console", params={"q": "aNN"})
     assert "Ann Lee" in by_name.text
     assert 'href="/console/accounts/A-1"' in by_name.text
@@ -336,12 +290,12 @@ async def test_search_finds_customers_by_reference_or_name_within_the_tenant(
     assert "No customer’s reference or name contains" in (await console.get("/console", params={"q": "%"})).text
 
 
-async def test_another_tenants_answer_is_not_found(console: Client, bank: Bank, other_bank: Bank) -> None:
+async def test_another_tenants_answer_is_not_found(console: Client, bank: Any, other_bank: Any) -> None:
     with other_cookies(console):
-        their_csrf = await signed_in(console, other_bank)
+        their_csrf = await signed_in(console, other_bank.slug)
         their_answer = answer_id_of(await ask(console, their_csrf))
         assert (await console.get(f"/console/answers/{their_answer}")).status_code == 200
-    await signed_in(console, bank)
+    await signed_in(console, bank.slug)
     missing = str(uuid.uuid4())
     theirs, unknown = (
         await console.get(f"/console/answers/{their_answer}"),
@@ -352,20 +306,18 @@ async def test_another_tenants_answer_is_not_found(console: Client, bank: Bank, 
     assert (await console.get("/console/answers/not-a-uuid")).status_code == 404
 
 
-async def test_another_tenants_account_is_not_found(console: Client, bank: Bank, make_tenant: Any, load: Any) -> None:
+async def test_another_tenants_account_is_not_found(console: Client, bank: Any, make_tenant: Any, load: Any) -> None:
     other = await make_tenant()
     await load(document(other.slug, [customer("C-9", accounts=[account("THEIRS-1")])]))
-    csrf = await signed_in(console, bank)
+    csrf = await signed_in(console, bank.slug)
     theirs, missing = await console.get("/console/accounts/THEIRS-1"), await console.get("/console/accounts/NONE-1")
     assert theirs.status_code == missing.status_code == 404
     assert theirs.text.replace("THEIRS-1", "X") == missing.text.replace("NONE-1", "X")
     assert (await ask(console, csrf, ref="THEIRS-1")).status_code == 404
 
 
-async def test_the_account_page_shows_the_statement_comparison(
-    console: Client, bank: Bank, engine: AsyncEngine
-) -> None:
-    await signed_in(console, bank)
+async def test_the_account_page_shows_the_statement_comparison(console: Client, bank: Any, engine: AsyncEngine) -> None:
+    await signed_in(console, bank.slug)
     page = await console.get("/console/accounts/A-1")
     assert page.status_code == 200
     async with autocommit(engine) as conn:
@@ -385,9 +337,9 @@ async def test_the_account_page_shows_the_statement_comparison(
 
 
 async def test_asking_audits_a_console_answer_and_shows_its_validation_and_waterfall(
-    console: Client, bank: Bank, engine: AsyncEngine
+    console: Client, bank: Any, engine: AsyncEngine
 ) -> None:
-    csrf = await signed_in(console, bank)
+    csrf = await signed_in(console, bank.slug)
     answer_id = answer_id_of(await ask(console, csrf, question="Why is my bill\r\nhigher than last month?"))
     row = await audit_row(engine, answer_id)
     assert (row["channel"], row["source"], row["fallback_reason"]) == ("console", "fallback", "engine_off")
@@ -407,9 +359,9 @@ async def test_asking_audits_a_console_answer_and_shows_its_validation_and_water
 
 
 async def test_a_model_answer_shows_engine_stages_and_regenerating_skips_the_cache(
-    model_console: Client, bank: Bank, engine: AsyncEngine, fake_sglang: RunningFake
+    model_console: Client, bank: Any, engine: AsyncEngine, fake_sglang: RunningFake
 ) -> None:
-    csrf = await signed_in(model_console, bank)
+    csrf = await signed_in(model_console, bank.slug)
     first = answer_id_of(await ask(model_console, csrf))
     row = await audit_row(engine, first)
     assert (row["channel"], row["source"], row["fallback_reason"]) == ("console", "model", None)
@@ -444,9 +396,9 @@ async def test_a_model_answer_shows_engine_stages_and_regenerating_skips_the_cac
 
 
 async def test_the_page_streams_the_answer_then_links_to_its_audit_row(
-    model_console: Client, bank: Bank, engine: AsyncEngine
+    model_console: Client, bank: Any, engine: AsyncEngine
 ) -> None:
-    csrf = await signed_in(model_console, bank)
+    csrf = await signed_in(model_console, bank.slug)
     data = {"csrf_token": csrf, "question": QUESTION, "locale": "en"}
     r = await model_console.post("/console/accounts/A-1/answers/stream", data=data)
     assert r.status_code == 200
@@ -469,8 +421,8 @@ async def test_the_page_streams_the_answer_then_links_to_its_audit_row(
     assert r.status_code == 400
 
 
-async def test_a_bad_question_is_refused_on_the_account_page(console: Client, bank: Bank) -> None:
-    csrf = await signed_in(console, bank)
+async def test_a_bad_question_is_refused_on_the_account_page(console: Client, bank: Any) -> None:
+    csrf = await signed_in(console, bank.slug)
     response = await ask(console, csrf, question="x" * 1001)
     assert response.status_code == 400
     assert "The question was not asked" in response.text
@@ -478,10 +430,10 @@ async def test_a_bad_question_is_refused_on_the_account_page(console: Client, ba
     assert (await ask(console, csrf, question="   ")).status_code == 400
 
 
-async def test_shedding_is_a_clear_page_with_retry_after(console: Client, bank: Bank, engine: AsyncEngine) -> None:
+async def test_shedding_is_a_clear_page_with_retry_after(console: Client, bank: Any, engine: AsyncEngine) -> None:
     async with engine.begin() as conn:
         await set_limits(conn, bank.slug, {"rate_limit_per_s": 0.01})
-    csrf = await signed_in(console, bank)
+    csrf = await signed_in(console, bank.slug)
     assert (await ask(console, csrf)).status_code == 303
     shed = await ask(console, csrf)
     assert shed.status_code == 429
@@ -550,8 +502,8 @@ async def test_the_demo_agents_get_a_new_password_each_run(engine: AsyncEngine) 
         await transaction.rollback()
 
 
-async def test_the_answer_page_shows_the_questions_language_and_the_customers(console: Client, bank: Bank) -> None:
-    csrf = await signed_in(console, bank)  # Ann's locale is English; she writes in Chinese
+async def test_the_answer_page_shows_the_questions_language_and_the_customers(console: Client, bank: Any) -> None:
+    csrf = await signed_in(console, bank.slug)  # Ann's locale is English; she writes in Chinese
     page = await console.get(
         f"/console/answers/{answer_id_of(await ask(console, csrf, '为什么这个月的账单比上个月高？'))}"
     )

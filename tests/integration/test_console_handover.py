@@ -20,10 +20,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
 from app.data import conversations, handovers
-from app.data.agents import create_agent
 from app.domain.vocabulary import HandoverReason, Locale
 from app.prompts import render_notice
-from tests.integration.test_console import PASSWORD, Bank, _bank, _settings, csrf_of
+from tests.console import console_settings, signed_in
+from tests.factories import account, customer
 from tests.servers import ThreadedServer
 
 FACTS = {
@@ -44,22 +44,18 @@ FACTS = {
 @pytest.fixture(scope="module")
 def server(database_url: str) -> Iterator[ThreadedServer]:
     # Parallel requests on a busy test machine must not be shed (the guard has its own tests).
-    running = ThreadedServer(create_app(_settings(MAX_IN_FLIGHT="1000", MAX_LOOP_LAG_MS="0"), database_url))
+    running = ThreadedServer(create_app(console_settings(MAX_IN_FLIGHT="1000", MAX_LOOP_LAG_MS="0"), database_url))
     yield running
     running.stop()
 
 
-@pytest.fixture
-async def bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Bank:
-    made = await _bank(make_tenant, load, engine)
-    async with engine.begin() as conn:
-        await create_agent(conn, made.id, "bo", "Bo Agent", PASSWORD)
-    return made
+BO = customer("C-2002", accounts=[account("B-1")]) | {"name": "Bo Chen"}
+pytestmark = pytest.mark.bank(customer(), BO, agents=("ana", "bo"), priority_class="standard")
 
 
 @pytest.fixture
-async def other_bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Bank:
-    return await _bank(make_tenant, load, engine, customer_name="Zed Other")
+async def other_bank(make_bank: Any) -> Any:
+    return await make_bank(customer() | {"name": "Zed Other"}, BO, agents=("ana",), priority_class="standard")
 
 
 class Agent:
@@ -76,13 +72,10 @@ class Agent:
 async def browsers(server: ThreadedServer) -> AsyncIterator[Any]:
     clients: list[httpx.AsyncClient] = []
 
-    async def sign_in(bank: Bank, username: str = "ana") -> Agent:
+    async def sign_in(bank: Any, username: str = "ana") -> Agent:
         http = httpx.AsyncClient(base_url=server.url, timeout=30)
         clients.append(http)
-        form = await http.get("/console/login")
-        data = {"csrf_token": csrf_of(form), "tenant": bank.slug, "username": username, "password": PASSWORD}
-        assert (await http.post("/console/login", data=data)).status_code == 303
-        return Agent(http, csrf_of(await http.get("/console")))
+        return Agent(http, await signed_in(http, bank.slug, username))
 
     yield sign_in
     for http in clients:
@@ -91,7 +84,7 @@ async def browsers(server: ThreadedServer) -> AsyncIterator[Any]:
 
 async def waiting(
     engine: AsyncEngine,
-    bank: Bank,
+    bank: Any,
     customer_ref: str = "C-1001",
     said: str = "I want to talk to a person",
     reason: HandoverReason = "requested",
@@ -112,19 +105,19 @@ async def state(engine: AsyncEngine, cid: uuid.UUID) -> tuple[Any, list[conversa
         return row, await conversations.messages(conn, row.tenant_id, cid)
 
 
-async def agent_id(engine: AsyncEngine, bank: Bank, username: str) -> int:
+async def agent_id(engine: AsyncEngine, bank: Any, username: str) -> int:
     async with engine.begin() as conn:
         query = text("SELECT id FROM agents WHERE tenant_id = :t AND username = :u")
         found: int = (await conn.execute(query, {"t": bank.id, "u": username})).scalar_one()
         return found
 
 
-def waits_observed(bank: Bank) -> float:
+def waits_observed(bank: Any) -> float:
     value = REGISTRY.get_sample_value("bill_assistant_handover_wait_seconds_count", {"tenant": bank.slug})
     return value or 0.0
 
 
-async def test_of_two_agents_taking_at_once_exactly_one_wins(browsers: Any, bank: Bank, engine: AsyncEngine) -> None:
+async def test_of_two_agents_taking_at_once_exactly_one_wins(browsers: Any, bank: Any, engine: AsyncEngine) -> None:
     ana, bo = await browsers(bank, "ana"), await browsers(bank, "bo")
     ids = {"ana": await agent_id(engine, bank, "ana"), "bo": await agent_id(engine, bank, "bo")}
     before, rounds = waits_observed(bank), 20
@@ -145,7 +138,7 @@ async def test_of_two_agents_taking_at_once_exactly_one_wins(browsers: Any, bank
 
 
 async def test_the_queue_lists_the_banks_waiting_conversations_longest_first(
-    browsers: Any, bank: Bank, other_bank: Bank, engine: AsyncEngine
+    browsers: Any, bank: Any, other_bank: Any, engine: AsyncEngine
 ) -> None:
     newest = await waiting(engine, bank, "C-1001", "Still there?", "fallbacks")
     oldest = await waiting(engine, bank, "C-2002", "A person, please", "requested")
@@ -179,7 +172,7 @@ async def test_the_queue_lists_the_banks_waiting_conversations_longest_first(
 
 
 async def test_another_banks_conversation_is_not_found_anywhere(
-    browsers: Any, bank: Bank, other_bank: Bank, engine: AsyncEngine
+    browsers: Any, bank: Any, other_bank: Any, engine: AsyncEngine
 ) -> None:
     theirs, missing = await waiting(engine, other_bank), uuid.uuid4()
     zed = await browsers(other_bank)
@@ -205,7 +198,7 @@ async def test_another_banks_conversation_is_not_found_anywhere(
 
 
 async def test_only_the_agent_who_has_it_replies_and_hands_it_back(
-    browsers: Any, bank: Bank, engine: AsyncEngine
+    browsers: Any, bank: Any, engine: AsyncEngine
 ) -> None:
     cid = await waiting(engine, bank, locale="zh-CN")
     ana, bo = await browsers(bank, "ana"), await browsers(bank, "bo")
@@ -258,7 +251,7 @@ async def test_only_the_agent_who_has_it_replies_and_hands_it_back(
 
 
 async def test_the_page_shows_the_transcript_the_facts_and_the_answers_audit(
-    browsers: Any, bank: Bank, engine: AsyncEngine
+    browsers: Any, bank: Any, engine: AsyncEngine
 ) -> None:
     answer, cid = uuid.uuid4(), uuid.uuid4()
     async with engine.begin() as conn:
@@ -305,7 +298,7 @@ async def _events(stream: AsyncIterator[str]) -> AsyncIterator[tuple[str, Any]]:
             yield name, json.loads(line.removeprefix("data: "))
 
 
-async def test_the_events_feed_shows_new_messages_live(browsers: Any, bank: Bank, engine: AsyncEngine) -> None:
+async def test_the_events_feed_shows_new_messages_live(browsers: Any, bank: Any, engine: AsyncEngine) -> None:
     cid = await waiting(engine, bank)
     ana = await browsers(bank)
     base = f"/console/conversations/{cid}"

@@ -50,7 +50,7 @@ def _versions(page: httpx.Response) -> list[tuple[str, str]]:
 
 
 async def test_a_draft_answers_once_another_agent_approves_it_and_every_version_stays(client: Any, bank: Any) -> None:
-    csrf = await signed_in(client, bank.slug, "ana")
+    csrf = await fresh_session(client, bank.slug, "ana")
     listed = await client.get("/console/library")
     assert 'data-article="dispute-how" data-locale="en"' in listed.text
     edit = {"csrf_token": csrf, "title": "Disputing a charge", "body": NEW, "tags": "", "questions": "dispute a charge"}
@@ -64,16 +64,16 @@ async def test_a_draft_answers_once_another_agent_approves_it_and_every_version_
     before = await _explain(client, bank.key)
     assert before["explanation"] == f"From our help article “Disputing a charge”: {OLD}"  # the draft answers nothing
 
-    bo = await signed_in(client, bank.slug, "bo")
+    bo = await fresh_session(client, bank.slug, "bo")
     page = await client.get("/console/library/en/dispute-how")
     found = re.search(r"/console/library/versions/(\d+)/approve", page.text)
     assert found is not None
     approve = f"/console/library/versions/{found.group(1)}/approve"
-    ana = await signed_in(client, bank.slug, "ana")  # ...and the route refuses it too
+    ana = await fresh_session(client, bank.slug, "ana")  # ...and the route refuses it too
     refused = await client.post(approve, data={"csrf_token": ana}, follow_redirects=False)
     assert refused.status_code == 403
     assert "approved by someone other than its author" in refused.text
-    bo = await signed_in(client, bank.slug, "bo")
+    bo = await fresh_session(client, bank.slug, "bo")
     assert (await client.post(approve, data={"csrf_token": bo}, follow_redirects=False)).status_code == 303
     page = await client.get("/console/library/en/dispute-how")
     assert _versions(page) == [("2", "live"), ("1", "retired")]
@@ -87,7 +87,7 @@ async def test_a_draft_answers_once_another_agent_approves_it_and_every_version_
 
 
 async def test_a_refused_edit_says_why_and_keeps_what_was_written(client: Any, bank: Any) -> None:
-    csrf = await signed_in(client, bank.slug, "ana")
+    csrf = await fresh_session(client, bank.slug, "ana")
     edit = {"csrf_token": csrf, "title": " ", "body": NEW, "tags": "", "questions": ""}
     refused = await client.post("/console/library/en/dispute-how/drafts", data=edit, follow_redirects=False)
     assert refused.status_code == 422
@@ -101,6 +101,12 @@ async def test_another_banks_library_is_not_found(
     other = await make_tenant()
     async with engine.begin() as conn:
         await create_agent(conn, other.id, "zed", "Zed", PASSWORD)
-    await signed_in(client, other.slug, "zed")
+    await fresh_session(client, other.slug, "zed")
     assert (await client.get("/console/library/en/dispute-how")).status_code == 404
     assert 'data-article="dispute-how"' not in (await client.get("/console/library")).text
+
+
+async def fresh_session(client: Any, slug: str, username: str) -> str:
+    """This agent signed in on a client that forgets the previous agent's session; its CSRF token."""
+    client.cookies.clear()
+    return await signed_in(client, slug, username)

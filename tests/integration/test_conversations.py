@@ -21,8 +21,8 @@ from app.data.agents import create_agent
 from app.data.database import autocommit
 from bench.fakes.plans import GOOD
 from bench.fakes.sglang_server import RunningFake, Script
+from tests.chat_streams import chat_settings, llm_settings, sse, token_for
 from tests.factories import OCT, SEPT, account, customer, document, tx
-from tests.integration.test_chat_api import events, llm_settings, settings, token_for
 from tests.metrics import sample
 from tests.servers import ThreadedServer
 
@@ -47,7 +47,7 @@ async def bank(make_tenant: Any, load: Any) -> Any:
 
 @pytest.fixture
 async def client(database_url: str) -> Any:
-    async with AsyncTestClient(app=create_app(settings(), database_url)) as client:
+    async with AsyncTestClient(app=create_app(chat_settings(), database_url)) as client:
         yield client
 
 
@@ -69,7 +69,7 @@ class Widget:
             body["conversation_id"] = self.conversation_id
         r = await self.client.post("/v1/chat", json=body, headers=self.auth)
         assert r.status_code == 200, r.text
-        stream = events(r.text)
+        stream = sse(r.text)
         assert stream[0][0] == "conversation"
         self.conversation_id = stream[0][1]["conversation_id"]
         return {name: data for name, data in stream} | {"names": [name for name, _ in stream]}
@@ -166,7 +166,7 @@ async def test_asking_for_a_person_hands_over_and_an_agent_answers(
         await conversations.append(conn, bank.id, cid, "agent", "Hello Ann, let me look at it.", agent_id=agent)
 
     # The feed through a real server: a closed connection ends it (the in-process client keeps it open).
-    server = ThreadedServer(create_app(settings(), database_url))
+    server = ThreadedServer(create_app(chat_settings(), database_url))
 
     async def feed() -> list[tuple[str, Any]]:
         got: list[tuple[str, Any]] = []
@@ -176,7 +176,7 @@ async def test_asking_for_a_person_hands_over_and_an_agent_answers(
             buffer = ""
             async for chunk in r.aiter_text():
                 buffer += chunk.replace("\r\n", "\n")
-                got = events(buffer[: buffer.rfind("\n\n") + 2])
+                got = sse(buffer[: buffer.rfind("\n\n") + 2])
                 if any(name == "message" for name, _ in got):
                     return got
         return got

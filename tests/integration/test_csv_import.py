@@ -14,8 +14,7 @@ from app.data.csv_format import TABLES
 from app.data.csv_import import load_csv
 from app.data.importer import ImportReport
 from app.errors import ImportRejected
-from tests.factories import customer, document, write_csv
-from tests.integration.test_import import snapshot
+from tests.factories import customer, document, snapshot, write_csv
 
 
 async def load_files(engine: AsyncEngine, tenant: str, files: dict[str, Path], *, force: bool = False) -> ImportReport:

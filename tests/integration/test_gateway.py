@@ -31,9 +31,9 @@ from app.inference.sglang import SGLangEngine
 from app.settings import Settings
 from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, GOOD, GOOD_SHOWN, plan
 from bench.fakes.sglang_server import FakeSGLang, RunningFake, Script, tokens
+from tests.chat_streams import BAD, GOOD_DELTAS, sse, token_for
 from tests.factories import document
 from tests.gateway import RunningGateway
-from tests.integration.test_chat_api import BAD, GOOD_DELTAS, events, token_for
 from tests.servers import ThreadedServer
 from tests.waiting import until
 
@@ -136,7 +136,7 @@ async def chat(client: Any, bank: Any, question: str = "Did my payment arrive?")
         headers={"Authorization": f"Bearer {token}"},
     )
     assert r.status_code == 200, r.text
-    return next(data for name, data in events(r.text) if name == "final")
+    return next(data for name, data in sse(r.text) if name == "final")
 
 
 def rid(answer: dict[str, Any]) -> str:
@@ -188,7 +188,7 @@ async def test_answers_and_streams_pass_through(service: Any, bank: Any, workers
         headers={"Authorization": f"Bearer {token}"},
     )
     assert r.status_code == 200
-    stream = events(r.text)
+    stream = sse(r.text)
     assert [d["text"] for n, d in stream if n == "delta"] == GOOD_DELTAS  # claim by claim, as streamed
     assert [name for name, _ in stream][-2:] == ["final", "turn"]
     assert stream[-2][1]["source"] == "model"

@@ -13,9 +13,8 @@ from app.api.app import create_app
 from app.prompts import render_intent_prompt
 from bench.fakes.plans import plan
 from bench.fakes.sglang_server import RunningFake, Script
-from tests.integration.test_chat_api import ask, bank, events, llm_settings, token_for
+from tests.chat_streams import ask, llm_settings, sse, token_for
 
-__all__ = ["bank"]  # the fixture
 CHOOSER = "You sort customers' questions"
 
 
@@ -39,7 +38,7 @@ async def test_the_model_chooses_the_intent_the_rules_cannot(
     async with AsyncTestClient(app=create_app(llm_settings(fake_sglang), database_url)) as client:
         token = await token_for(client, bank.key)
         r = await ask(client, token, question="hmm so what is going on with my card")
-        stream = events(r.text)
+        stream = sse(r.text)
     final = next(data for name, data in stream if name == "final")
     assert final["intent"] == "payment"
     assert final["source"] == "model"
@@ -63,7 +62,7 @@ async def test_a_question_the_rules_decide_never_asks_the_model_to_choose(
     scripted(fake_sglang, "out_of_scope")
     async with AsyncTestClient(app=create_app(llm_settings(fake_sglang), database_url)) as client:
         r = await ask(client, await token_for(client, bank.key), question="Did my payment arrive?")
-    final = next(data for name, data in events(r.text) if name == "final")
+    final = next(data for name, data in sse(r.text) if name == "final")
     assert final["intent"] == "payment"
     assert "intent" not in final["timings_ms"]
     assert [r for r in fake_sglang.fake.requests if CHOOSER in r["text"]] == []

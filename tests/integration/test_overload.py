@@ -14,10 +14,11 @@ from app.settings import Settings
 from bench.fakes.plans import GOOD, plan
 from bench.fakes.sglang_server import RunningFake, Script
 from tests.factories import document
-from tests.integration.test_admission_api import QUESTION
 from tests.metrics import sample
 from tests.servers import ThreadedServer
 from tests.waiting import until
+
+QUESTION = {"account_ref": "A-1", "question": "Why is my bill higher than last month?", "as_of": "2026-11-10"}
 
 SHED_BODY = {
     "status": 503,
