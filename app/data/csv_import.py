@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Callable
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -25,26 +24,17 @@ import asyncpg
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data import bulk_loads
-from app.data.csv_checks import MAX_ERRORS, by_line, errors, has_rows, keep_what_differs, repeats
+from app.data.csv_checks import MAX_ERRORS, by_line, errors, keep_what_differs, repeats
 from app.data.csv_format import CHUNK, TABLES, Table
 from app.data.csv_lines import Sieve, first_line, last_digests, repeated_keys, unchanged_file
 from app.data.database import driver_of
 from app.data.importer import Counts, ImportReport, check_no_overlap
 from app.data.sql import Statement
+from app.data.staging import merge
 from app.data.tenants import tenant_id as find_tenant
 from app.errors import ImportRejected
 
 ANALYZE_SHARE = 0.1  # a table's statistics are refreshed after a change above this share of its file
-
-# Before a statement's lines merge, their summaries are left to the loader; after, refreshed once.
-_BEFORE_LINES = (
-    "SELECT set_config('bill_assistant.lines_merged', 'on', true);"
-    " CREATE TEMP TABLE merged_spans (spans jsonb) ON COMMIT DROP"
-)
-_AFTER_LINES = (
-    "SELECT set_config('bill_assistant.lines_merged', 'off', true);"
-    " SELECT statement_lines_changed(spans) FROM merged_spans; DROP TABLE merged_spans"
-)
 
 _TOUCHED = Statement(
     "SELECT DISTINCT a.id FROM stage_statements s JOIN accounts a ON a.tenant_id = :tenant_id AND a.ref = s.account_ref"
@@ -193,7 +183,7 @@ async def load_csv(
     report = ImportReport(tenant=tenant_slug)
     changed = []
     for table in tables:
-        created, updated = await _merge(raw, table, tenant) if table.name in staged else (0, 0)
+        created, updated = await merge(raw, table, tenant) if table.name in staged else (0, 0)
         unchanged = rows[table.name] - created - updated
         report.tables[table.name] = Counts(created=created, updated=updated, unchanged=unchanged)
         # The next table's merge joins this one: plan it with what is there now. A change of under
@@ -210,18 +200,3 @@ async def load_csv(
     lines = {name: digests for name, sieve in sieves.items() if (digests := sieve.remembered()) is not None}
     await bulk_loads.record(raw, tenant, files_digest, rows, lines)
     return report
-
-
-async def _merge(raw: asyncpg.Connection, table: Table, tenant: int) -> tuple[int, int]:
-    """The table's staged rows merged: (created, updated). A statement's lines that may update stored
-    ones refresh the summaries of their statements once, after the merge (migration 0020), not once
-    for the updates and again for the inserts. (A first load only inserts: its trigger fires once,
-    and is cheaper than the merge returning every line.)"""
-    lines = table.lines and await has_rows(raw, table, tenant)
-    merge = Statement(replace(table, lines=lines).merge())
-    if lines:
-        await raw.execute(_BEFORE_LINES)
-    created, updated, _ = await raw.fetchrow(merge.sql, *merge.args({"tenant_id": tenant}))
-    if lines:
-        await raw.execute(_AFTER_LINES)
-    return created, updated

@@ -2,24 +2,29 @@
 
 A file is checked whole before anything is written and written in one transaction, so a bad file
 changes nothing. Rows are matched by ref (statements by account and period end): importing the same
-file again changes nothing, and a corrected row is updated in place.
+file again changes nothing, and a corrected row is updated in place. The rows go the way of a CSV
+load's (COPY into staging tables, one merge a table: app/data/staging.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
-from typing import Any, cast
 
-from sqlalchemy import Boolean, Table, literal_column, select, text, tuple_
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.data import sql
+from app.data.csv_format import TABLES
+from app.data.database import driver_of
 from app.data.import_format import ImportFile
-from app.data.models import Account, Customer, Statement, Transaction
+from app.data.models import Account, Statement
+from app.data.staging import merge, stage_rows, text_field
 from app.data.tenants import tenant_id as find_tenant
 from app.errors import ImportRejected
+
+_ACCOUNTS = sql.Statement(
+    "SELECT a.id FROM stage_accounts s JOIN accounts a ON a.tenant_id = :tenant_id AND a.ref = s.ref"
+)
 
 
 @dataclass(kw_only=True)
@@ -46,116 +51,47 @@ class ImportReport:
         return f"tenant {self.tenant}{same}: " + "; ".join(parts)
 
 
-def _chunks(rows: list[dict[str, Any]], size: int) -> Iterable[list[dict[str, Any]]]:
-    for start in range(0, len(rows), size):
-        yield rows[start : start + size]
-
-
-async def _upsert(conn: AsyncConnection, table: Table, rows: list[dict[str, Any]], keys: Sequence[str]) -> Counts:
-    """Insert new rows, update changed ones, leave identical ones untouched (no new row version)."""
-    counts = Counts()
-    if not rows:
-        return counts
-    columns = [c for c in rows[0] if c not in keys]
-    # Postgres takes at most 32767 bind parameters per statement.
-    for chunk in _chunks(rows, 30000 // len(rows[0])):
-        insert = pg_insert(table).values(chunk)
-        stmt = insert.on_conflict_do_update(
-            index_elements=list(keys),
-            set_={c: insert.excluded[c] for c in columns},
-            where=tuple_(*(table.c[c] for c in columns)).is_distinct_from(
-                tuple_(*(insert.excluded[c] for c in columns))
-            ),
-        ).returning(literal_column("xmax = '0'", Boolean))  # xmax is 0 in a freshly inserted row version
-        written = (await conn.execute(stmt)).scalars().all()
-        counts.created += sum(1 for inserted in written if inserted)
-        counts.updated += sum(1 for inserted in written if not inserted)
-        counts.unchanged += len(chunk) - len(written)
-    return counts
-
-
-async def _ids(conn: AsyncConnection, table: Table, tenant: int, refs: Iterable[str]) -> dict[str, int]:
-    result = await conn.execute(
-        select(table.c.ref, table.c.id).where(table.c.tenant_id == tenant, table.c.ref.in_(list(refs)))
-    )
-    return {ref: id_ for ref, id_ in result.all()}
+def _rows(doc: ImportFile) -> dict[str, list[str]]:
+    """The file's rows as COPY text lines, by table (the CSV files' columns: app/data/csv_format.py)."""
+    f = text_field
+    rows: dict[str, list[str]] = {name: [] for name in TABLES}
+    for c in doc.customers:
+        rows["customers"].append(f"{f(c.ref)}\t{f(c.name)}\t{c.locale}")
+        for a in c.accounts:
+            ref = f(a.ref)
+            rows["accounts"].append(
+                f"{ref}\t{f(c.ref)}\t{f(a.kind)}\t{a.currency}\t{f(a.masked_number)}\t{a.opening_balance}"
+            )
+            rows["statements"] += (
+                f"{ref}\t{s.period_start}\t{s.period_end}\t{s.due_date}\t{s.minimum_due}" for s in a.statements
+            )
+            rows["transactions"] += (
+                f"{ref}\t{f(t.ref)}\t{t.posted_on}\t{t.kind}\t{t.amount}\t{f(t.merchant)}\t{f(t.category)}"
+                f"\t{f(t.description)}"
+                for t in a.transactions
+            )
+    return rows
 
 
 async def import_file(conn: AsyncConnection, doc: ImportFile) -> ImportReport:
-    """Write a checked file inside the caller's transaction; raises ImportRejected on conflict."""
+    """Write a checked file inside the caller's transaction; raises ImportRejected on conflict.
+    Its rows are staged and merged as a CSV load's are (app/data/staging.py)."""
     tenant = await find_tenant(conn, doc.tenant)
     if tenant is None:
         raise ImportRejected(
             f"unknown tenant {doc.tenant!r}: create it first with `bill-assistant tenants create` - at `$.tenant`"
         )
+    raw = await driver_of(conn)
+    staged = {name: await stage_rows(raw, TABLES[name], rows) for name, rows in _rows(doc).items()}
     report = ImportReport(tenant=doc.tenant)
-    customers_t, accounts_t = cast(Table, Customer.__table__), cast(Table, Account.__table__)
-    statements_t, transactions_t = cast(Table, Statement.__table__), cast(Table, Transaction.__table__)
-
-    report.tables["customers"] = await _upsert(
-        conn,
-        customers_t,
-        [{"tenant_id": tenant, "ref": c.ref, "name": c.name, "locale": c.locale} for c in doc.customers],
-        ["tenant_id", "ref"],
-    )
-    customer_ids = await _ids(conn, customers_t, tenant, (c.ref for c in doc.customers))
-    accounts = [(c, a) for c in doc.customers for a in c.accounts]
-    report.tables["accounts"] = await _upsert(
-        conn,
-        accounts_t,
-        [
-            {
-                "tenant_id": tenant,
-                "ref": a.ref,
-                "customer_id": customer_ids[c.ref],
-                "kind": a.kind,
-                "currency": a.currency,
-                "masked_number": a.masked_number,
-                "opening_balance": Decimal(a.opening_balance),
-            }
-            for c, a in accounts
-        ],
-        ["tenant_id", "ref"],
-    )
-    account_ids = await _ids(conn, accounts_t, tenant, (a.ref for _, a in accounts))
-    report.tables["statements"] = await _upsert(
-        conn,
-        statements_t,
-        [
-            {
-                "tenant_id": tenant,
-                "account_id": account_ids[a.ref],
-                "period_end": s.period_end,
-                "period_start": s.period_start,
-                "due_date": s.due_date,
-                "minimum_due": Decimal(s.minimum_due),
-            }
-            for _, a in accounts
-            for s in a.statements
-        ],
-        ["account_id", "period_end"],
-    )
-    report.tables["transactions"] = await _upsert(
-        conn,
-        transactions_t,
-        [
-            {
-                "tenant_id": tenant,
-                "account_id": account_ids[a.ref],
-                "ref": t.ref,
-                "posted_on": t.posted_on,
-                "kind": t.kind,
-                "amount": Decimal(t.amount),
-                "merchant": t.merchant,
-                "category": t.category,
-                "description": t.description,
-            }
-            for _, a in accounts
-            for t in a.transactions
-        ],
-        ["account_id", "ref"],
-    )
-    await check_no_overlap(conn, list(account_ids.values()))
+    for table, count in ((TABLES[name], count) for name, count in staged.items()):
+        created, updated = await merge(raw, table, tenant)
+        report.tables[table.name] = Counts(created=created, updated=updated, unchanged=count - created - updated)
+        if created or updated:  # the next table's merge joins this one: plan it with what is there now
+            await raw.execute(f"ANALYZE {table.name}")
+    accounts = await raw.fetch(_ACCOUNTS.sql, *_ACCOUNTS.args({"tenant_id": tenant}))
+    await raw.execute("DROP TABLE stage_customers, stage_accounts, stage_statements, stage_transactions")
+    await check_no_overlap(conn, [r["id"] for r in accounts])
     # Fresh planner statistics: after a bulk load the tables would wait for autovacuum (a minute or
     # more), and meanwhile the history query every answer runs takes a plan about twice as slow
     # (an index that only filters the accounts by ref, a bitmap over every statement of the tenant).

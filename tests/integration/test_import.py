@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+from datetime import date
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,20 +12,9 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.data.csv_import import load_csv
 from app.errors import ImportRejected
-from tests.factories import account, customer, document, statement, tx
-
-
-async def snapshot(engine: AsyncEngine, tenant_id: int) -> list[Any]:
-    """Every row of the tenant with its xmin: a changed xmin means the row was written again."""
-    rows = []
-    async with engine.connect() as conn:
-        for table in ("customers", "accounts", "statements", "transactions"):
-            result = await conn.execute(
-                text(f"SELECT xmin::text, * FROM {table} WHERE tenant_id = :t ORDER BY id"), {"t": tenant_id}
-            )
-            rows += [(table, *row) for row in result.all()]
-    return rows
+from tests.factories import GYM_STORY, SEPT, account, customer, document, snapshot, statement, tx, write_csv
 
 
 async def test_import_creates_then_reimport_changes_nothing(make_tenant: Any, load: Any, engine: AsyncEngine) -> None:
@@ -121,3 +112,60 @@ async def test_an_import_leaves_fresh_planner_statistics_for_the_tables_it_wrote
             for t in tables
         }
     assert estimates == counts
+
+
+async def _ledger(engine: AsyncEngine, tenant_id: int) -> dict[str, list[Any]]:
+    """The tenant's rows as the answers read them, without ids (another tenant's rows have others)."""
+    queries = {
+        "customers": "SELECT ref, name, locale FROM customers WHERE tenant_id = :t",
+        "accounts": "SELECT a.ref, c.ref, a.kind, a.currency, a.masked_number, a.opening_balance::text"
+        " FROM accounts a JOIN customers c ON c.id = a.customer_id WHERE a.tenant_id = :t",
+        "statements": "SELECT period_start, period_end, due_date, minimum_due::text FROM statements"
+        " WHERE tenant_id = :t",
+        "transactions": "SELECT ref, posted_on, kind, amount::text, merchant, category, description"
+        " FROM transactions WHERE tenant_id = :t",
+        "summaries": "SELECT s.period_end, ss.net::text, ss.totals::text,"
+        " (SELECT jsonb_agg(e - 'id' ORDER BY n) FROM jsonb_array_elements(ss.lines::jsonb) WITH ORDINALITY x(e, n))"
+        "::text FROM statements s JOIN statement_summaries ss ON ss.statement_id = s.id WHERE s.tenant_id = :t",
+    }
+    async with engine.connect() as conn:
+        return {
+            name: sorted((await conn.execute(text(query), {"t": tenant_id})).tuples().all())
+            for name, query in queries.items()
+        }
+
+
+async def test_a_json_file_lands_the_rows_of_the_same_csv_files(
+    make_tenant: Any, load: Any, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    """One road for both importers (app/data/staging.py): text with backslashes, and what COPY's
+    text format would take for a tab or a NULL, lands as it was written."""
+    by_json, by_csv = await make_tenant(), await make_tenant()
+    odd = [
+        tx("T-8", "2026-10-20", "purchase", "7.5", "Back\\slash", description="C:\\temp\\new \\N"),
+        tx("T-9", "2026-10-21", "fee", "2.00", category="fees", description="Late fee"),
+    ]
+    accounts = [account(transactions=[*GYM_STORY, *odd]), account("A-2", statements=[SEPT], transactions=[])]
+    doc = document(
+        by_json.slug,
+        [customer(accounts=accounts), customer("C-1002", "zh-CN", [account("A-3", statements=[], transactions=[])])],
+    )
+    report = await load(doc)
+    assert report.summary().endswith("transactions: 8 created, 0 updated, 0 unchanged")
+    async with engine.begin() as conn:
+        await load_csv(conn, by_csv.slug, write_csv(document(by_csv.slug, doc["customers"]), tmp_path), print)
+    stored = await _ledger(engine, by_json.id)
+    assert stored == await _ledger(engine, by_csv.id)
+    assert ("T-8", date(2026, 10, 20), "purchase", "7.50", "Back\\slash", None, "C:\\temp\\new \\N") in stored[
+        "transactions"
+    ]
+
+
+async def test_an_empty_text_and_a_missing_one_stay_apart(make_tenant: Any, load: Any, engine: AsyncEngine) -> None:
+    tenant = await make_tenant()
+    line = tx("T-1", "2026-10-03", "purchase", "1.00", "", category=None)
+    await load(document(tenant.slug, [customer(accounts=[account(transactions=[line])])]))
+    async with engine.connect() as conn:
+        query = text("SELECT merchant, category FROM transactions WHERE tenant_id = :t")
+        row = (await conn.execute(query, {"t": tenant.id})).one()
+    assert tuple(row) == ("", None)

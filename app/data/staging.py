@@ -1,0 +1,64 @@
+"""Rows staged in a temporary table by COPY and merged by ref into their table, inside the caller's
+transaction: the one road of both importers (app/data/csv_import.py stages CSV files, checked in SQL;
+app/data/importer.py stages a JSON file's rows, checked in Python as it was decoded)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import replace
+
+import asyncpg
+
+from app.data.csv_checks import has_rows
+from app.data.csv_format import Table
+from app.data.sql import Statement
+
+# Before a statement's lines merge, their summaries are left to the loader; after, refreshed once.
+_BEFORE_LINES = (
+    "SELECT set_config('bill_assistant.lines_merged', 'on', true);"
+    " CREATE TEMP TABLE merged_spans (spans jsonb) ON COMMIT DROP"
+)
+_AFTER_LINES = (
+    "SELECT set_config('bill_assistant.lines_merged', 'off', true);"
+    " SELECT statement_lines_changed(spans) FROM merged_spans; DROP TABLE merged_spans"
+)
+
+
+def text_field(value: str | None) -> str:
+    """A value as COPY's text format writes it (tab-separated; a value holds no control character:
+    app/data/import_format.py)."""
+    return "\\N" if value is None else value.replace("\\", "\\\\")
+
+
+async def stage_rows(raw: asyncpg.Connection, table: Table, rows: Iterable[str]) -> int:
+    """Rows (COPY text lines, the table's columns in order) in stage_<table>, numbered from 2 as a
+    file's lines would be, analyzed; their count."""
+    stage = f"stage_{table.name}"
+    cols = ", ".join(f"{c} text" for c in table.columns)
+    await raw.execute(
+        f"DROP TABLE IF EXISTS {stage}; CREATE TEMP TABLE {stage} "
+        f"(line bigint GENERATED ALWAYS AS IDENTITY (START 2), {cols}) ON COMMIT DROP"
+    )
+    data = "".join(f"{row}\n" for row in rows).encode()
+    copied = await raw.copy_to_table(stage, source=_once(data), columns=list(table.columns), format="text")
+    await raw.execute(f"ANALYZE {stage}")
+    return int(copied.split()[-1])
+
+
+async def _once(data: bytes) -> AsyncIterator[bytes]:
+    yield data
+
+
+async def merge(raw: asyncpg.Connection, table: Table, tenant: int) -> tuple[int, int]:
+    """The table's staged rows merged: (created, updated). A statement's lines that may update stored
+    ones refresh the summaries of their statements once, after the merge (migration 0020), not once
+    for the updates and again for the inserts. (A first load only inserts: its trigger fires once,
+    and is cheaper than the merge returning every line.)"""
+    lines = table.lines and await has_rows(raw, table, tenant)
+    statement = Statement(replace(table, lines=lines).merge())
+    if lines:
+        await raw.execute(_BEFORE_LINES)
+    created, updated, _ = await raw.fetchrow(statement.sql, *statement.args({"tenant_id": tenant}))
+    if lines:
+        await raw.execute(_AFTER_LINES)
+    return created, updated
