@@ -24,7 +24,7 @@ from app.data.agents import create_agent
 from app.data.database import asyncpg_url, create_engine, migrate, start_embedded_postgres
 from app.data.importer import ImportReport
 from app.data.knowledge import import_library
-from app.data.tenants import create_tenant, issue_api_key
+from app.data.tenants import create_tenant, issue_api_key, set_limits
 from app.domain.knowledge import ArticleIn
 from app.inference.embedded import EmbeddedEngine, default_model_path
 from app.settings import PROJECT_ROOT, Settings, get_settings
@@ -107,13 +107,14 @@ def make_bank(
     engine: AsyncEngine,
 ) -> Callable[..., Awaitable[Tenant]]:
     """A new bank: its customers (default: Ann, C-1001 with A-1, the 12.00 gym story), its agents
-    (each "<Name> Agent", password tests/console.py's PASSWORD) and its help articles."""
+    (each "<Name> Agent", password tests/console.py's PASSWORD), its help articles and its limits."""
 
     async def make(
         *customers: dict[str, Any],
         priority_class: str = "interactive",
         agents: tuple[str, ...] = (),
         library: tuple[ArticleIn, ...] = (),
+        limits: dict[str, Any] | None = None,
     ) -> Tenant:
         tenant = await make_tenant(priority_class)
         await load(document(tenant.slug, list(customers) or [customer()]))
@@ -122,6 +123,8 @@ def make_bank(
                 await create_agent(conn, tenant.id, name, f"{name.title()} Agent", PASSWORD)
             if library:
                 await import_library(conn, tenant.id, list(library))
+            if limits:
+                await set_limits(conn, tenant.slug, limits)
         return tenant
 
     return make

@@ -22,7 +22,7 @@ from app.data.database import autocommit
 from bench.fakes.plans import GOOD
 from bench.fakes.sglang_server import RunningFake, Script
 from tests.chat_streams import chat_settings, llm_settings, sse, token_for
-from tests.factories import OCT, SEPT, account, customer, document, tx
+from tests.factories import OCT, SEPT, account, customer, tx
 from tests.metrics import sample
 from tests.servers import ThreadedServer
 
@@ -34,15 +34,10 @@ CAFES = [
     tx("T-3", "2026-10-05", "purchase", "4.50", "Blue Cafe"),
     tx("T-4", "2026-10-06", "purchase", "6.20", "Cafe Nero"),
 ]
-
-
-@pytest.fixture
-async def bank(make_tenant: Any, load: Any) -> Any:
-    """Ann (C-1001, A-1: the 12.00 City Gym story) and Bo (C-2002, B-1: two cafes) at one bank."""
-    tenant = await make_tenant("interactive")
-    cafes = account("B-1", statements=[SEPT, OCT], transactions=CAFES)
-    await load(document(tenant.slug, [customer(), customer("C-2002", accounts=[cafes])]))
-    return tenant
+# Ann (C-1001, A-1: the 12.00 City Gym story) and Bo (C-2002, B-1: two cafes) at one bank.
+pytestmark = pytest.mark.bank(
+    customer(), customer("C-2002", accounts=[account("B-1", statements=[SEPT, OCT], transactions=CAFES)])
+)
 
 
 @pytest.fixture

@@ -32,7 +32,6 @@ from app.settings import Settings
 from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, GOOD, GOOD_SHOWN, plan
 from bench.fakes.sglang_server import FakeSGLang, RunningFake, Script, tokens
 from tests.chat_streams import BAD, GOOD_DELTAS, sse, token_for
-from tests.factories import document
 from tests.gateway import RunningGateway
 from tests.servers import ThreadedServer
 from tests.waiting import until
@@ -104,17 +103,6 @@ async def service(app: Litestar) -> AsyncIterator[httpx.AsyncClient]:
             yield client
     finally:
         server.stop()
-
-
-async def new_bank(make_tenant: Any, load: Any, priority_class: str = "interactive") -> Any:
-    tenant = await make_tenant(priority_class=priority_class)
-    await load(document(tenant.slug))
-    return tenant
-
-
-@pytest.fixture
-async def bank(make_tenant: Any, load: Any) -> Any:
-    return await new_bank(make_tenant, load)
 
 
 async def explain(client: Any, bank: Any, question: str = QUESTION, **extra: str) -> Any:
@@ -196,9 +184,9 @@ async def test_answers_and_streams_pass_through(service: Any, bank: Any, workers
 
 
 async def test_the_priority_reaches_the_worker(
-    service: Any, bank: Any, make_tenant: Any, load: Any, workers: list[RunningFake]
+    service: Any, bank: Any, make_bank: Any, workers: list[RunningFake]
 ) -> None:
-    standard = await new_bank(make_tenant, load, "standard")
+    standard = await make_bank(priority_class="standard")
     widget = await chat(service, bank)
     api = await explain(service, bank)
     batch = await explain(service, bank, "What is the City Gym charge?", channel="batch")
@@ -213,9 +201,9 @@ async def test_the_priority_reaches_the_worker(
 
 
 async def test_a_tenants_requests_follow_its_prompt_prefix_to_one_worker(
-    service: Any, make_tenant: Any, load: Any, workers: list[RunningFake]
+    service: Any, make_bank: Any, workers: list[RunningFake]
 ) -> None:
-    first, second = await new_bank(make_tenant, load), await new_bank(make_tenant, load)
+    first, second = await make_bank(), await make_bank()
     home, other = await home_workers(service, first, second, workers)
     assert home != other
     # Each tenant asks twice in a row (round robin would alternate workers), about other intents:
@@ -300,9 +288,9 @@ async def test_a_failed_claim_stops_the_worker_at_once(
 
 
 async def test_a_stopped_worker_costs_only_the_answers_it_was_writing(
-    service: Any, make_tenant: Any, load: Any, workers: list[RunningFake], gateway: RunningGateway, engine: AsyncEngine
+    service: Any, make_bank: Any, workers: list[RunningFake], gateway: RunningGateway, engine: AsyncEngine
 ) -> None:
-    first, second = await new_bank(make_tenant, load), await new_bank(make_tenant, load)
+    first, second = await make_bank(), await make_bank()
     home, other = await home_workers(service, first, second, workers)  # the first tenant's will be stopped
     assert home != other
     for worker in workers:

@@ -25,11 +25,9 @@ import httpx
 import pytest
 from click.testing import CliRunner
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
 from app.cli import main
-from app.data.tenants import set_limits
 from app.settings import Settings, get_settings
 from bench.fakes.plans import GOOD
 from bench.fakes.sglang_server import RunningFake, Script
@@ -39,6 +37,10 @@ from tests.servers import ThreadedServer, free_port
 
 PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"  # Debian's package puts it in sbin
 BO = customer("C-2002", accounts=[account("B-1"), account("B-2")])
+# Loaded straight into Postgres (only the service goes through the pooler), with limits that never 429.
+pytestmark = pytest.mark.bank(
+    customer(), BO, agents=("ana",), limits={"rate_limit_per_s": 10_000, "max_concurrency": 1_000}
+)
 QUESTION = "Why is my bill higher than last month?"
 PREPARED = re.compile(r'prepared statement \\?"\w+\\?" (does not exist|already exists)')
 ROUNDS = 3
@@ -85,15 +87,6 @@ def pooler_url(database_url: str, tmp_path: Path) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(10)
-
-
-@pytest.fixture
-async def bank(make_bank: Any, engine: AsyncEngine) -> Any:
-    """Loaded straight into Postgres: only the service goes through the pooler."""
-    tenant = await make_bank(customer(), BO, agents=("ana",))
-    async with engine.begin() as conn:
-        await set_limits(conn, tenant.slug, {"rate_limit_per_s": 10_000, "max_concurrency": 1_000})  # no 429s
-    return tenant
 
 
 def _settings(fake: RunningFake, **extra: str) -> Settings:
