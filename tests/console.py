@@ -47,11 +47,14 @@ async def signed_in(client: Any, slug: str, username: str = "ana") -> str:
     return csrf_of(await client.get("/console"))
 
 
-async def sign_in_page(page: Page, base_url: str, slug: str, username: str = "ana") -> None:
-    """Signs in through the console's own form in the browser."""
-    await page.goto(f"{base_url}/console/login")
+async def sign_in_page(page: Page, base_url: str, slug: str, username: str = "ana", password: str = PASSWORD) -> None:
+    """Signs in through the console's own form in the browser (the console sends a visitor without a
+    session there); with the right password, waits for the console's first page."""
+    await page.goto(f"{base_url}/console")
+    await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     await page.get_by_label("Bank (tenant)").fill(slug)
     await page.get_by_label("Username").fill(username)
-    await page.get_by_label("Password").fill(PASSWORD)
+    await page.get_by_label("Password").fill(password)
     await page.get_by_role("button", name="Sign in").click()
-    await expect(page.get_by_role("heading", name="Find a customer")).to_be_visible()
+    if password == PASSWORD:
+        await expect(page.get_by_role("heading", name="Find a customer")).to_be_visible()

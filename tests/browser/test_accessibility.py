@@ -14,20 +14,18 @@ from typing import Any
 
 import pytest
 from playwright.async_api import Browser, BrowserContext, Page, ViewportSize, expect
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
-from app.data.agents import create_agent
 from app.settings import Settings
 from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, plan
 from bench.fakes.sglang_server import RunningFake, Script
 from tests.browser.helpers import screenshot
-from tests.factories import OCT, SEPT, account, customer, document, tx
+from tests.console import sign_in_page
+from tests.factories import OCT, SEPT, account, customer, tx
 from tests.servers import ThreadedServer
 
 AXE = Path(__file__).parent / "axe" / "node_modules" / "axe-core" / "axe.min.js"
 WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
-PASSWORD = "correct horse battery staple"
 PHONE = ViewportSize(width=375, height=667)
 CAFES = [
     tx("T-1", "2026-09-03", "purchase", "100.00", "FreshMart"),
@@ -37,17 +35,10 @@ CAFES = [
     tx("T-6", "2026-10-15", "payment", "100.00", description="Payment - thank you"),
 ]
 CUSTOMERS = {"en": "C-1001", "zh-CN": "C-2002"}
-
-
-@pytest.fixture
-async def bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Any:
-    tenant = await make_tenant("interactive")
-    cafes = customer("C-3003", accounts=[account("K-1", statements=[SEPT, OCT], transactions=CAFES)])
-    chinese = customer("C-2002", "zh-CN", [account("B-1", "CNY")])
-    await load(document(tenant.slug, [customer(), chinese, cafes]))
-    async with engine.begin() as conn:
-        await create_agent(conn, tenant.id, "ana", "Ana Agent", PASSWORD)
-    return tenant
+CAFE_LOVER = customer("C-3003", accounts=[account("K-1", statements=[SEPT, OCT], transactions=CAFES)])
+pytestmark = pytest.mark.bank(
+    customer(), customer("C-2002", "zh-CN", [account("B-1", "CNY")]), CAFE_LOVER, agents=("ana",)
+)
 
 
 def _server(database_url: str, **extra: str) -> ThreadedServer:
@@ -111,15 +102,6 @@ async def hand_over(page: Page, server: ThreadedServer, bank: Any, customer_ref:
     await expect(page.locator("[data-bill-assistant] .banner")).to_be_visible()
 
 
-async def sign_in(page: Page, server: ThreadedServer, bank: Any) -> None:
-    await page.goto(f"{server.url}/console/login")
-    await page.get_by_label("Bank (tenant)").fill(bank.slug)
-    await page.get_by_label("Username").fill("ana")
-    await page.get_by_label("Password").fill(PASSWORD)
-    await page.get_by_role("button", name="Sign in").click()
-    await expect(page.get_by_role("heading", name="Find a customer")).to_be_visible()
-
-
 @pytest.mark.parametrize("language", ["en", "zh-CN"])
 async def test_the_widget_has_no_serious_violations_at_rest_answered_with_choices_and_with_an_agent(
     browser: Browser, audited: Any, server: ThreadedServer, bank: Any, language: str
@@ -143,7 +125,7 @@ async def test_the_widget_has_no_serious_violations_at_rest_answered_with_choice
     agents = await browser.new_context(viewport={"width": 1280, "height": 900})
     try:
         agent = await agents.new_page()
-        await sign_in(agent, server, bank)
+        await sign_in_page(agent, server.url, bank.slug)
         await agent.goto(f"{server.url}/console/queue")
         await agent.get_by_role("button", name="Take").first.click()
         await agent.get_by_label("Your reply").fill("Hello, I am looking at your statement now.")
@@ -176,7 +158,7 @@ async def test_every_console_page_has_no_serious_violations(audited: Any, server
     page, found = await audited(), {}
     await page.goto(f"{server.url}/console/login")
     found["sign-in"] = await serious_violations(page)
-    await sign_in(page, server, bank)
+    await sign_in_page(page, server.url, bank.slug)
     found["find a customer"] = await serious_violations(page)
     await page.get_by_label("Customer reference or name").fill("C-1001")
     await page.get_by_role("button", name="Search").click()

@@ -15,7 +15,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
 from app.api.console.views import statement_view
-from app.data.agents import create_agent
 from app.data.database import autocommit
 from app.data.history import load_history
 from app.domain.facts import compute_facts
@@ -23,11 +22,11 @@ from app.settings import Settings
 from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, GOOD_SHOWN, plan
 from bench.fakes.sglang_server import RunningFake, Script
 from tests.browser.helpers import screenshot
+from tests.console import sign_in_page
 from tests.factories import account, customer, document, tx
 from tests.servers import ThreadedServer
 from tests.waiting import until
 
-PASSWORD = "correct horse battery staple"
 # What the model writes (a plan of four claims, so the page sees it stream claim by claim) and what the
 # agent reads; nothing in it depends on the date (the console asks about today).
 ANSWER = plan(CHANGE_UP, DRIVER_1_UP, {"claim": "period"}, {"claim": "next_step", "action": "agent"})
@@ -37,18 +36,10 @@ SHOWN = (
 )
 # A long merchant name and a long question: the narrow screen must wrap them, not scroll.
 LONG_MERCHANT = "Supercalifragilistic Online Subscriptions International Ltd"
-
-
-@pytest.fixture
-async def bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Any:
-    tenant = await make_tenant("interactive")
-    lines = [tx("T-9", "2026-10-20", "purchase", "7.50", LONG_MERCHANT)]
-    ann = customer(accounts=[account()]) | {"name": "Ann Lee"}
-    bo = customer("C-2002", accounts=[account("B-1", transactions=lines)]) | {"name": "Bo Chen"}
-    await load(document(tenant.slug, [ann, bo]))
-    async with engine.begin() as conn:
-        await create_agent(conn, tenant.id, "ana", "Ana Agent", PASSWORD)
-    return tenant
+BO = customer(
+    "C-2002", accounts=[account("B-1", transactions=[tx("T-9", "2026-10-20", "purchase", "7.50", LONG_MERCHANT)])]
+)
+pytestmark = pytest.mark.bank(customer(), BO | {"name": "Bo Chen"}, agents=("ana",))
 
 
 @pytest.fixture
@@ -67,19 +58,10 @@ def server(database_url: str, fake_sglang: RunningFake) -> Iterator[ThreadedServ
     running.stop()
 
 
-async def sign_in(page: Page, server: ThreadedServer, bank: Any, password: str = PASSWORD) -> None:
-    await page.goto(f"{server.url}/console")  # not signed in: sent to the sign-in page
-    await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
-    await page.get_by_label("Bank (tenant)").fill(bank.slug)
-    await page.get_by_label("Username").fill("ana")
-    await page.get_by_label("Password").fill(password)
-    await page.get_by_role("button", name="Sign in").click()
-
-
 async def test_an_agent_asks_and_reads_the_answers_waterfall(
     page: Page, server: ThreadedServer, bank: Any, engine: AsyncEngine, fake_sglang: RunningFake
 ) -> None:
-    await sign_in(page, server, bank)
+    await sign_in_page(page, server.url, bank.slug)
     await expect(page.get_by_role("heading", name="Find a customer")).to_be_visible()
     await expect(page.get_by_text("Ana Agent")).to_be_visible()
 
@@ -163,7 +145,7 @@ async def test_an_agent_asks_and_reads_the_answers_waterfall(
 
 
 async def test_a_wrong_password_is_refused_with_a_message(page: Page, server: ThreadedServer, bank: Any) -> None:
-    await sign_in(page, server, bank, password="not the password")
+    await sign_in_page(page, server.url, bank.slug, password="not the password")
     await expect(page.get_by_role("alert")).to_have_text(
         "Sign-in failed: the bank, username and password do not match an active agent."
     )
@@ -177,7 +159,7 @@ async def test_another_banks_account_is_not_found(
 ) -> None:
     other = await make_tenant()
     await load(document(other.slug, [customer("C-7", accounts=[account("THEIRS-7")])]))
-    await sign_in(page, server, bank)
+    await sign_in_page(page, server.url, bank.slug)
     await expect(page.get_by_role("heading", name="Find a customer")).to_be_visible()
     response = await page.goto(f"{server.url}/console/accounts/THEIRS-7")
     assert response is not None
@@ -191,7 +173,7 @@ async def test_the_account_page_fits_a_phone_screen(browser: Browser, server: Th
     context = await browser.new_context(viewport={"width": 390, "height": 844}, locale="en-GB")
     page = await context.new_page()
     try:
-        await sign_in(page, server, bank)
+        await sign_in_page(page, server.url, bank.slug)
         await expect(page.get_by_role("heading", name="Find a customer")).to_be_visible()
         await page.goto(f"{server.url}/console/accounts/B-1")
         await expect(page.get_by_role("row", name=LONG_MERCHANT)).to_be_visible()

@@ -12,34 +12,24 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
-from app.data.agents import create_agent
 from app.settings import Settings
+from tests.console import sign_in_page
 from tests.db_proxy import DatabaseProxy, waiting_on_a_lock
-from tests.factories import customer, document
 from tests.servers import ThreadedServer
 from tests.waiting import until
 
 ENV = {"ENGINE": "off", "COOKIE_SECURE": "0", "API_KEY_CACHE_TTL": "0", "BATCH_WORKER": "0"}
-PASSWORD = "a long enough password"
 
 
 async def test_the_console_says_a_streamed_answer_was_not_saved(
-    page: Page, make_tenant: Any, load: Any, engine: AsyncEngine, database_proxy: tuple[DatabaseProxy, str]
+    page: Page, make_bank: Any, engine: AsyncEngine, database_proxy: tuple[DatabaseProxy, str]
 ) -> None:
-    tenant = await make_tenant("interactive")
-    await load(document(tenant.slug, [customer()]))
-    async with engine.begin() as conn:
-        await create_agent(conn, tenant.id, "ana", "Ana Agent", PASSWORD)
+    tenant = await make_bank(agents=("ana",))
     cut, through = database_proxy
     server = ThreadedServer(create_app(Settings.from_env(ENV), through))
     lock = await engine.connect()
     try:
-        await page.goto(f"{server.url}/console")
-        await page.get_by_label("Bank (tenant)").fill(tenant.slug)
-        await page.get_by_label("Username").fill("ana")
-        await page.get_by_label("Password").fill(PASSWORD)
-        await page.get_by_role("button", name="Sign in").click()
-        await expect(page.get_by_role("heading", name="Find a customer")).to_be_visible()
+        await sign_in_page(page, server.url, tenant.slug)
         await page.goto(f"{server.url}/console/accounts/A-1")
         await page.get_by_label("Question, as the customer put it").fill("Did my payment arrive?")
         await lock.begin()

@@ -14,22 +14,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
 from app.data import conversations, handovers
-from app.data.agents import create_agent
 from app.settings import Settings
 from tests.browser.helpers import screenshot
-from tests.factories import customer, document
+from tests.console import sign_in_page
 from tests.servers import ThreadedServer
 
-PASSWORD = "correct horse battery staple"
-
-
-@pytest.fixture
-async def bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Any:
-    tenant = await make_tenant("interactive")
-    await load(document(tenant.slug, [customer() | {"name": "Ann Lee"}]))
-    async with engine.begin() as conn:
-        await create_agent(conn, tenant.id, "ana", "Ana Agent", PASSWORD)
-    return tenant
+pytestmark = pytest.mark.bank(agents=("ana",))
 
 
 @pytest.fixture
@@ -46,11 +36,7 @@ async def test_an_agent_takes_a_waiting_conversation_and_talks_live(
     problems: list[str] = []
     page.on("console", lambda m: problems.append(f"{m.text} {m.location['url']}") if m.type == "error" else None)
     page.on("pageerror", lambda e: problems.append(str(e)))
-    await page.goto(f"{server.url}/console/login")
-    await page.get_by_label("Bank (tenant)").fill(bank.slug)
-    await page.get_by_label("Username").fill("ana")
-    await page.get_by_label("Password").fill(PASSWORD)
-    await page.get_by_role("button", name="Sign in").click()
+    await sign_in_page(page, server.url, bank.slug)
     await page.get_by_role("link", name="Waiting conversations").click()
     await expect(page.get_by_role("heading", name="Waiting conversations")).to_be_visible()
     await expect(page.get_by_text("Nobody is waiting.")).to_be_visible()
