@@ -11,15 +11,12 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
-from app.data.agents import create_agent
 from app.settings import Settings
-from tests.factories import customer, document
+from tests.console import signed_in
 from tests.servers import ThreadedServer
 
-PASSWORD = "a long enough password"
 LARGEST = 2**31 - 1  # message numbers are Postgres integers
 
 
@@ -32,12 +29,9 @@ def server(database_url: str) -> Iterator[ThreadedServer]:
 
 
 @pytest.fixture
-async def conversation(server: ThreadedServer, make_tenant: Any, load: Any, engine: AsyncEngine) -> Any:
+async def conversation(server: ThreadedServer, make_bank: Any) -> Any:
     """Ann's conversation (one question asked) at a bank with an agent; its id and her token."""
-    tenant = await make_tenant("interactive")
-    await load(document(tenant.slug, [customer()]))
-    async with engine.begin() as conn:
-        await create_agent(conn, tenant.id, "ana", "Ana", PASSWORD)
+    tenant = await make_bank(agents=("ana",))
     async with httpx.AsyncClient(base_url=server.url) as http:
         key = {"Authorization": f"Bearer {tenant.key}"}
         token = (await http.post("/v1/sessions", json={"customer_ref": "C-1001"}, headers=key)).json()["token"]
@@ -57,10 +51,7 @@ async def test_a_number_no_message_can_have_is_a_400_before_any_stream(
         r = await http.get(f"/v1/chat/conversations/{cid}/events", params={"after": after}, headers=auth)
         assert r.status_code == 400
         assert "after" in r.text
-        form = await http.get("/console/login")
-        csrf = re.search(r'name="csrf_token" value="([^"]+)"', form.text).group(1)  # type: ignore[union-attr]
-        data = {"csrf_token": csrf, "tenant": tenant.slug, "username": "ana", "password": PASSWORD}
-        assert (await http.post("/console/login", data=data)).status_code == 303
+        await signed_in(http, tenant.slug)
         console = await http.get(f"/console/conversations/{cid}/events", params={"after": after})
         assert console.status_code == 400
 

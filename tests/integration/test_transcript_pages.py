@@ -14,14 +14,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
 from app.data import conversations
-from app.data.agents import create_agent
 from app.domain.vocabulary import Role
 from app.settings import Settings
-from tests.factories import customer, document
+from tests.console import signed_in
 from tests.servers import ThreadedServer
 
-PASSWORD = "correct horse battery staple"
-CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 COUNT = 300
 PAGE = 50  # app/api/conversation_feed.py; the page sizes below follow from it
 ENV = {"ENGINE": "off", "SESSION_SECRET": "s" * 32, "COOKIE_SECURE": "0", "BATCH_WORKER": "0"}
@@ -49,12 +46,9 @@ def _seqs(page: str) -> list[int]:
 
 
 async def test_the_console_page_and_the_json_hold_the_latest_page_and_page_back(
-    database_url: str, make_tenant: Any, load: Any, engine: AsyncEngine
+    database_url: str, make_bank: Any, engine: AsyncEngine
 ) -> None:
-    tenant = await make_tenant("interactive")
-    await load(document(tenant.slug, [customer()]))
-    async with engine.begin() as conn:
-        await create_agent(conn, tenant.id, "ana", "Ana Agent", PASSWORD)
+    tenant = await make_bank(agents=("ana",))
     cid = await _long_conversation(engine, tenant.id)
     server = ThreadedServer(create_app(Settings.from_env(ENV), database_url))
     try:
@@ -77,11 +71,7 @@ async def test_the_console_page_and_the_json_hold_the_latest_page_and_page_back(
             bad = await client.get(f"/v1/chat/conversations/{cid}?before=0", headers=auth)
             assert bad.status_code == 400
 
-            form = await client.get("/console/login")
-            token = CSRF.search(form.text)
-            assert token is not None
-            signin = {"csrf_token": token.group(1), "tenant": tenant.slug, "username": "ana", "password": PASSWORD}
-            assert (await client.post("/console/login", data=signin)).status_code == 303
+            await signed_in(client, tenant.slug)
             page = await client.get(f"/console/conversations/{cid}")
             assert page.status_code == 200
             assert len(page.content) < 100_000  # all 300: about 330 KB
