@@ -11,33 +11,36 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
+from decimal import Decimal
 from typing import Any
 
 import msgspec
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import Environment, StrictUndefined
 
-from app.domain import formatting
+from app import locales
 from app.domain.facts import BillFacts, Driver, Entry
 from app.domain.knowledge import NO_QUOTES, Passage, Quotes
 from app.domain.plan import sign_word
 from app.domain.policy import TenantPolicy
 from app.domain.slots import MAX_DRIVERS, items
-from app.domain.vocabulary import LOCALES, ChatTemplate, Intent, Locale, PromptLayout
+from app.domain.vocabulary import ChatTemplate, Intent, Locale, PromptLayout
 from app.settings import PROJECT_ROOT
 
 PROMPTS_DIR = PROJECT_ROOT / "prompts"
 FACTS_MARKER = "FACTS\n"
 # Chat templates of served model families, and the strings that end a turn in each.
 CHAT_STOPS: dict[ChatTemplate, list[str]] = {"chatml": ["<|im_end|>"], "gemma": ["<end_of_turn>"]}
-# Templates write one sentence per line; English sentences are joined by a space, Chinese by nothing.
-JOINERS = {"en": " ", "zh-CN": ""}
+# Templates write one sentence per line, joined as each locale joins sentences (its locale.json).
+JOINERS = locales.JOINERS
+# The model plans in English whatever the customer's language; the service says it in theirs.
+PROMPT_LOCALE = "en"
 TOP_DRIVERS = 3  # the deterministic answer names the largest drivers; the response lists all
 MAX_LABEL = 60  # merchant names and descriptions are untrusted text: short, one line
 
 
 def _environment() -> Environment:
     return Environment(
-        loader=FileSystemLoader(PROMPTS_DIR),
+        loader=locales.TemplateLoader(PROMPTS_DIR),
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -48,13 +51,18 @@ def _environment() -> Environment:
 
 
 _env = _environment()
+locales.on_change(lambda: _env.cache.clear() if _env.cache is not None else None)
 
 
 def template_version(root: Any = PROMPTS_DIR) -> str:
-    """A short hash of every template's name and bytes."""
+    """A short hash of every template's name and bytes (and of each locale's locale.json, which
+    says how its answers write amounts and dates)."""
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.j2")):
+    own = [path for path in root.rglob("*.j2") if "locales" not in path.relative_to(root).parts[:1]]
+    for path in sorted(own):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in locales.version_files():
+        digest.update(path.relative_to(locales.root()).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:12]
 
 
@@ -86,9 +94,9 @@ def load_templates() -> None:
 
 def _formatters(currency: str, locale: str) -> dict[str, Callable[..., str]]:
     return {
-        "money": lambda amount: formatting.money(amount, currency, locale),
-        "signed_money": lambda amount: formatting.money(amount, currency, locale, sign=True),
-        "day": lambda value: formatting.day(value, locale),
+        "money": lambda amount: locales.money(amount, currency, locale),
+        "signed_money": lambda amount: locales.money(amount, currency, locale, sign=True),
+        "day": lambda value: locales.day(value, locale),
     }
 
 
@@ -168,7 +176,7 @@ def render_prompt(
             question=_delimited(question),
             previous=_delimited(previous_question) if previous_question else None,
             direction=sign_word,
-            **_formatters(facts.currency, "en"),
+            **_formatters(facts.currency, PROMPT_LOCALE),
         )
         .strip()
     )
@@ -198,8 +206,7 @@ def render_fallback(
     """The deterministic answer for the intent, in the customer's language. `focus`: the labels of
     the charges the question names; `quotes`: the bank's passages it may quote (a policy question's
     best, the reasons for the fees)."""
-    if locale not in LOCALES:
-        raise ValueError(f"unsupported locale {locale!r}")
+    locales.data(locale)  # a ValueError for a locale without a folder
     wanted = set(focus)
     text = _env.get_template(f"locales/{locale}/fallback/{intent}.j2").render(
         facts=facts,
@@ -281,3 +288,10 @@ def phrases(drivers: Iterable[Driver], status: str, locale: str) -> tuple[list[s
     """The words the answers use for each driver and for a payment status, in the customer's language."""
     words = macros(locale)
     return [str(words.driver(d)) for d in drivers], str(words.status({"status": status}))
+
+
+def change(amount: Decimal, currency: str, locale: str) -> str:
+    """A change since the previous statement written as one ("64.38 EUR less than last month"), never
+    as a signed amount, which reads as a refund."""
+    direction = "up" if amount > 0 else "down" if amount < 0 else "same"
+    return str(macros(locale).change(locales.money(abs(amount), currency, locale), direction))

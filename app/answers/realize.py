@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from app import locales
 from app.answers.schemas import SaidClaim, SourceOut
-from app.domain import formatting
 from app.domain.claims import Claim, FeesInterest, NoAnswer, PassageClaim, Transaction, kind_of
 from app.domain.facts import BillFacts
 from app.domain.knowledge import NO_QUOTES, Passage, Quotes
@@ -52,9 +52,9 @@ class SlotValues(Mapping[str, str]):
         if slot.kind == "money" and slot.money is not None:
             # A balance in credit keeps its sign; every other amount is said with its direction.
             signed = slot.role in ("new_balance", "previous_balance")
-            return formatting.money(slot.money if signed else abs(slot.money), facts.currency, locale)
+            return locales.money(slot.money if signed else abs(slot.money), facts.currency, locale)
         if slot.kind == "date" and slot.day is not None:
-            return formatting.day(slot.day, locale)
+            return locales.day(slot.day, locale)
         if slot.kind == "percent":
             return f"{change_percent(facts)}%"
         words = macros(locale)

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from app import locales
 from app.domain.claims import AnyClaim
 from app.domain.facts import Driver, PaymentStatus
 from app.domain.vocabulary import REF_PATTERN, HandoverReason, Intent, Locale, Ref, Source
@@ -30,6 +31,11 @@ _PATTERN_WORDS = {
 }
 
 
+# A request's locale: one with a folder (app/locales.py). The OpenAPI document lists the folders'
+# locales as the service starts; `__post_init__` checks against them as they are now.
+RequestLocale = Annotated[Locale, msgspec.Meta(extra_json_schema={"enum": list(locales.locales())})]
+
+
 def in_words(message: str) -> str:
     """A validation message with each pattern above said in words."""
     for pattern, words in _PATTERN_WORDS.items():
@@ -43,7 +49,10 @@ class AccountQuestion(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     account_ref: Ref
     question: Question
     as_of: date | None = None
-    locale: Locale | None = None
+    locale: RequestLocale | None = None
+
+    def __post_init__(self) -> None:
+        locales.check(self.locale)  # one with a folder (app/locales.py): a 400 otherwise
 
 
 class ChatRequest(AccountQuestion, forbid_unknown_fields=True, frozen=True):
@@ -148,7 +157,10 @@ class BatchItem(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only
     question: Question | None = None  # default: the bill change
     statement_period_end: date | None = None
     as_of: date | None = None
-    locale: Locale | None = None
+    locale: RequestLocale | None = None
+
+    def __post_init__(self) -> None:
+        locales.check(self.locale)
 
 
 class BatchRequest(msgspec.Struct, forbid_unknown_fields=True, frozen=True):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import date
 
+from app import locales
 from app.answers.messages import Ask, Turn
 from app.data.driver_pool import DriverPool
 from app.data.history import load_history
@@ -127,7 +128,8 @@ def _locale(ask: Ask, reading: Reading, customer_locale: Locale) -> Locale:
     when it does not say; a downstream system's explicit locale stands."""
     if ask.channel in ("api", "batch") and ask.request.locale:
         return ask.request.locale
-    return reading.language or ask.request.locale or customer_locale
+    # Said the way the page or the customer says that language ("en" on an "en-XA" page is "en-XA").
+    return locales.closest(ask.request.locale or customer_locale, reading.language) or customer_locale
 
 
 def deterministic_text(turn: Turn) -> str:

@@ -46,6 +46,7 @@ from app.api.metrics import MetricsController
 from app.api.openapi import OPENAPI_PLUGINS, openapi_config
 from app.api.overload import LagMonitor, Limiter, OverloadMiddleware
 from app.api.request_log import RequestLogMiddleware
+from app.api.words import words, words_script
 from app.data.admission import PostgresLedger
 from app.data.database import asyncpg_url, connection_budget, driver_options, engine_options, watch_connections
 from app.data.search_text import load_segmenter
@@ -225,6 +226,8 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
             JobController,
             SessionController,
             ChatController,
+            words,
+            words_script,
             ConsoleController,
             HandoverController,
             LibraryController,

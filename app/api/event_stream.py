@@ -19,9 +19,9 @@ from app.answers.messages import ChatEvent, Delta, Facts, Final, Replace
 from app.answers.schemas import ChatFacts, DriverLine, ExplanationResponse, FactsDisplay
 from app.api.disconnect import until_disconnect
 from app.api.request_log import request_state
-from app.domain.formatting import day, money
 from app.errors import DatabaseUnavailable
-from app.prompts import phrases, render_notice
+from app.locales import day, money
+from app.prompts import change, phrases, render_notice
 
 log = structlog.get_logger("bill_assistant.chat")
 
@@ -40,7 +40,7 @@ def chat_facts(answer: ExplanationResponse) -> ChatFacts:
         due_date=day(answer.statement.due_date, locale),
         status=status,
         drivers=[
-            DriverLine(label=label, amount=money(d.amount, currency, locale, sign=True))
+            DriverLine(label=label, amount=change(d.amount, currency, locale))
             for label, d in zip(labels, answer.drivers, strict=True)
         ],
     )

@@ -143,7 +143,23 @@ class _ClosedStructs(StructSchemaPlugin):
         info = msgspec.inspect.type_info(field_definition.type_)
         if isinstance(info, msgspec.inspect.StructType) and info.forbid_unknown_fields:
             schema.additional_properties = False
+        if isinstance(info, msgspec.inspect.StructType):  # an enum given as a field's extra schema (a locale)
+            for field in info.fields:
+                enum, prop = _extra_enum(field.type), (schema.properties or {}).get(field.encode_name)
+                if enum and isinstance(prop, Schema):
+                    for one in prop.one_of or [prop]:
+                        if isinstance(one, Schema) and one.type == OpenAPIType.STRING:
+                            one.enum = enum
         return schema
+
+
+def _extra_enum(info: msgspec.inspect.Type) -> list[Any] | None:
+    """The values `msgspec.Meta(extra_json_schema={"enum": …})` lists for a field (Litestar ignores it)."""
+    if isinstance(info, msgspec.inspect.UnionType):
+        return next((enum for one in info.types if (enum := _extra_enum(one))), None)
+    extra = getattr(info, "extra_json_schema", None) or {}
+    enum = extra.get("enum")
+    return list(enum) if enum else None
 
 
 def _route(

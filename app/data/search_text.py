@@ -12,8 +12,8 @@ import re
 import jieba
 import msgspec
 
-from app.domain.vocabulary import LOCALES, Locale
-from app.settings import PROJECT_ROOT
+from app import locales
+from app.domain.vocabulary import Locale
 
 _WORD = re.compile(r"\w+")
 
@@ -26,7 +26,7 @@ class SearchLocale(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 @functools.cache
 def search_locale(locale: Locale) -> SearchLocale:
-    path = PROJECT_ROOT / "prompts" / "locales" / locale / "search.json"
+    path = locales.root() / locale / "search.json"
     return msgspec.json.decode(path.read_bytes(), type=SearchLocale)
 
 
@@ -34,7 +34,7 @@ def load_segmenter() -> None:
     """Load the segmenter's dictionary now (about half a second), so that no request pays for it."""
     jieba.setLogLevel(60)
     jieba.initialize()
-    for locale in LOCALES:
+    for locale in locales.locales():
         search_locale(locale)
 
 

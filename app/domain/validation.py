@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 import msgspec
 
 from app.domain.facts import BillFacts
-from app.domain.formatting import MONTHS_EN
 from app.domain.reasons import Reason, Rule
 from app.domain.slots import SLOT, Role, Slot, labels, slots
 
@@ -48,6 +47,12 @@ def _refuse(rule: Rule, detail: str = "") -> Verdict:
 
 
 _I = re.I
+# The model writes English (its claims are said in the customer's language by the service), so a
+# date it writes itself is an English one.
+MONTHS_EN = (
+    *("January", "February", "March", "April", "May", "June"),
+    *("July", "August", "September", "October", "November", "December"),
+)
 # Capitalised only: "you may" is no date.
 _MONTHS = re.compile(
     r"\b(?:" + "|".join(sorted({*MONTHS_EN, *(m[:3] for m in MONTHS_EN)}, key=len, reverse=True)) + r")\b"

@@ -27,7 +27,7 @@ from typing import Literal, get_args
 import msgspec
 
 from app.domain.facts import BillFacts, PaymentStatus
-from app.domain.formatting import MONTHS_EN
+from app.domain.validation import MONTHS_EN
 from app.domain.vocabulary import Intent
 
 Kind = Literal["status_flip", "wrong_amount", "wrong_direction", "wrong_driver"]

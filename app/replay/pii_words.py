@@ -13,8 +13,8 @@ import functools
 
 import msgspec
 
-from app.domain.vocabulary import LOCALES, Locale
-from app.settings import PROJECT_ROOT
+from app import locales
+from app.domain.vocabulary import Locale
 
 
 class PiiWords(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -39,10 +39,10 @@ class PiiWords(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 @functools.cache
 def pii_words(locale: Locale) -> PiiWords:
-    path = PROJECT_ROOT / "prompts" / "locales" / locale / "pii.json"
+    path = locales.root() / locale / "pii.json"
     return msgspec.json.decode(path.read_bytes(), type=PiiWords)
 
 
 def every_locale() -> tuple[PiiWords, ...]:
     """A customer may write in either language whatever their locale: names are looked for in all."""
-    return tuple(pii_words(locale) for locale in LOCALES)
+    return tuple(pii_words(locale) for locale in locales.locales())

@@ -14,3 +14,19 @@ async def screenshot(page: Page, name: str) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     await page.screenshot(path=str(path), full_page=True)
     return path
+
+
+async def widget_text(page: Page) -> str:
+    """Everything the chat widget shows or says to a screen reader: its visible text, its labels and
+    its placeholders (it renders in a shadow root)."""
+    text: str = await page.locator("[data-bill-assistant]").evaluate(
+        """host => {
+            const root = host.shadowRoot;
+            const said = [root.querySelector("section").innerText];
+            for (const node of root.querySelectorAll("[aria-label], [placeholder]")) {
+                said.push(node.getAttribute("aria-label") || "", node.getAttribute("placeholder") || "");
+            }
+            return said.join("\\n");
+        }"""
+    )
+    return text

@@ -113,7 +113,7 @@ async def test_a_follow_up_then_a_person_replies_live(
     await expect(answer).to_contain_text(labels[0])  # purchases at “City Gym”
     await expect(answer).to_contain_text(f"{facts.drivers[0].amount} EUR")
     await expect(page.locator("table.facts").last.locator("[data-field=drivers] li")).to_have_text(
-        [f"{labels[0]}: +{facts.drivers[0].amount} EUR"]
+        [f"{labels[0]}: {facts.drivers[0].amount} EUR more than last month"]
     )
 
     # Asking for a person: the conversation waits for an agent, and the widget says so.
@@ -177,7 +177,7 @@ async def test_a_follow_up_then_a_person_replies_live(
         await expect(page.locator(".msg")).to_have_count(9)  # each message once
         await expect(page.locator(".msg.assistant").nth(1)).to_contain_text(labels[0])  # the answers, as they were
         await expect(page.locator(".msg.assistant").nth(1).locator("[data-field=drivers] li")).to_have_text(
-            [f"{labels[0]}: +{facts.drivers[0].amount} EUR"]
+            [f"{labels[0]}: {facts.drivers[0].amount} EUR more than last month"]
         )
         await expect(page.get_by_text("You are chatting with Ana Agent.")).to_be_visible()
         await agent.get_by_label("Your reply").fill("Done: you will see it on your next statement.")
@@ -218,8 +218,9 @@ async def test_a_chinese_question_on_an_english_page_is_answered_in_chinese(
     await expect(page.get_by_role("heading", name="Questions about your bill")).to_be_visible()
     await page.get_by_label("Your question").fill("为什么这个月的账单比上个月高？")
     await page.get_by_label("Your question").press("Enter")
-    await answered(page, 1)
-    answer = page.get_by_role("region", name="Answer")
+    await expect(page.locator(".msg.assistant .answer[aria-busy=false]")).to_have_count(1)
+    await expect(page.get_by_role("status")).to_have_text("回答已完成。")  # the conversation is Chinese now
+    answer = page.get_by_role("region", name="回答")
     await expect(answer).to_have_text(HAN)
     await expect(answer).to_contain_text("12.00")
     assert not re.search(r"\b(the|your|bill)\b", await answer.inner_text())

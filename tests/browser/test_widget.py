@@ -138,7 +138,7 @@ async def test_the_answer_streams_in_and_its_amounts_are_the_facts(
     assert await table.locator("[data-field=minimum_due]").inner_text() == f"{facts.statement.minimum_due} EUR"
     assert await table.locator("[data-field=status]").inner_text() == status
     assert await table.locator("[data-field=drivers] li").all_inner_texts() == [
-        f"{label}: +{d.amount} EUR" for label, d in zip(labels, facts.drivers, strict=True)
+        f"{label}: {d.amount} EUR more than last month" for label, d in zip(labels, facts.drivers, strict=True)
     ]
     assert facts.statement.new_balance == Decimal("124.99")
     assert facts.difference == Decimal("12.00")

@@ -85,7 +85,7 @@ async def test_the_stream_sends_facts_then_text_then_the_audited_answer(
         "minimum_due": "25.00 EUR",
         "due_date": "25 November 2026",
         "status": "not paid yet, not overdue",
-        "drivers": [{"label": "purchases at “City Gym”", "amount": "+12.00 EUR"}],
+        "drivers": [{"label": "purchases at “City Gym”", "amount": "12.00 EUR more than last month"}],
     }
     assert stream[2][1]["text"] == final["explanation"]
     assert final["source"] == "fallback"

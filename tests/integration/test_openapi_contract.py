@@ -45,6 +45,7 @@ OPERATIONS = {
     "POST /v1/chat",
     "GET /v1/chat/accounts",
     "GET /v1/chat/conversations/{conversation_id}",
+    "GET /v1/chat/words",
 }
 # A conversation's live feed stays open for as long as its page: no case of it would ever end.
 # tests/integration/test_conversations.py reads it (its 404 for another customer, its messages).

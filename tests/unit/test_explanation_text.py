@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.domain import formatting
+from app import locales
 from app.domain.facts import BillFacts, compute_facts
 from app.domain.policy import TenantPolicy
 from app.domain.records import Line
@@ -38,13 +38,13 @@ LINES = [
 
 
 def test_money_and_dates_per_locale() -> None:
-    assert formatting.money(D("1234.5"), "EUR", "en") == "1,234.50 EUR"
-    assert formatting.money(D("-3"), "EUR", "en", sign=True) == "-3.00 EUR"
-    assert formatting.money(D("12"), "CNY", "zh-CN", sign=True) == "+12.00元"
-    assert formatting.money(D("12"), "EUR", "zh-CN") == "12.00欧元"
-    assert formatting.money(D("12"), "CHF", "zh-CN") == "12.00 CHF"
-    assert formatting.day(date(2026, 11, 25), "en") == "25 November 2026"
-    assert formatting.day(date(2026, 11, 25), "zh-CN") == "2026年11月25日"
+    assert locales.money(D("1234.5"), "EUR", "en") == "1,234.50 EUR"
+    assert locales.money(D("-3"), "EUR", "en", sign=True) == "-3.00 EUR"
+    assert locales.money(D("12"), "CNY", "zh-CN", sign=True) == "+12.00元"
+    assert locales.money(D("12"), "EUR", "zh-CN") == "12.00欧元"
+    assert locales.money(D("12"), "CHF", "zh-CN") == "12.00 CHF"
+    assert locales.day(date(2026, 11, 25), "en") == "25 November 2026"
+    assert locales.day(date(2026, 11, 25), "zh-CN") == "2026年11月25日"
 
 
 @pytest.mark.parametrize("locale", ["en", "zh-CN"])

@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app import locales
 from app.answers.realize import Realizer, SlotValues
-from app.domain import formatting
 from app.domain.claims import (
     Change,
     Claim,
@@ -83,12 +83,12 @@ def befores(facts: BillFacts) -> list[Claim | None]:
 
 def money(amount: Decimal, facts: BillFacts, locale: Locale) -> str:
     """An amount as a figure (its sign is in the words around it)."""
-    return formatting.money(abs(amount), facts.currency, locale)
+    return locales.money(abs(amount), facts.currency, locale)
 
 
 def balance(amount: Decimal, facts: BillFacts, locale: Locale) -> str:
     """A balance as a figure with its sign: a balance in credit is negative."""
-    return formatting.money(amount, facts.currency, locale)
+    return locales.money(amount, facts.currency, locale)
 
 
 def states(text: str, value: str) -> bool:
@@ -102,7 +102,7 @@ def expected(claim: Claim, facts: BillFacts, locale: Locale) -> list[str]:
     values = SlotValues(facts, locale)
 
     def day(value: date) -> str:
-        return formatting.day(value, locale)
+        return locales.day(value, locale)
 
     if isinstance(claim, NewBalance):
         return [balance(s.new_balance, facts, locale)]
@@ -258,7 +258,7 @@ def test_a_credit_balance_is_said_as_a_credit_not_as_a_debt(locale: Locale) -> N
     lines = [*GYM, Line(posted_on=date(2026, 10, 20), kind="payment", amount=D("200.00"))]
     facts = compute_facts(history(lines, [SEP, OCT]), as_of=date(2026, 11, 10))
     assert facts.statement.new_balance == D("-75.01")
-    signed = formatting.money(facts.statement.new_balance, facts.currency, locale)  # "-75.01 EUR"
+    signed = locales.money(facts.statement.new_balance, facts.currency, locale)  # "-75.01 EUR"
     for claim in (NewBalance(), Change(direction="down")):
         text = said(facts, locale, claim, None)
         assert states(text, signed), f"{claim} ({locale}): the customer reads {text!r}, the balance is {signed}"

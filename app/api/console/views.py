@@ -2,21 +2,40 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from typing import Any
 
 import msgspec
 
+from app import locales
 from app.answers.schemas import SourceOut
 from app.api.waterfall import waterfall
 from app.data.audit import AnswerRecord
 from app.domain.facts import BillFacts, Driver
-from app.domain.formatting import day, money
 from app.domain.reasons import Reason, Rule
 
 # The console speaks English; amounts and dates are written the English way in every tenant.
 LOCALE = "en"
-LOCALES = {"en": "English", "zh-CN": "简体中文 (Simplified Chinese)"}
+
+
+class _Names(Mapping[str, str]):
+    """Each locale's name as the console shows it, from its folder (app/locales.py): "简体中文 (Simplified Chinese)"."""
+
+    def __getitem__(self, locale: str) -> str:
+        if locale not in locales.registry():
+            raise KeyError(locale)
+        data = locales.data(locale)
+        return data.name if data.name == data.english_name else f"{data.name} ({data.english_name})"
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(locales.registry())
+
+    def __len__(self) -> int:
+        return len(locales.registry())
+
+
+LOCALES = _Names()
 PAYMENT_STATUS = {"paid": "Paid", "partially_paid": "Partially paid", "unpaid": "Unpaid", "overdue": "Overdue"}
 DRIVER_KIND = {
     "carried_balance": "Balance carried over (after payments)",
@@ -106,11 +125,11 @@ def statement_view(facts: BillFacts) -> StatementView:
     s, previous, currency = facts.statement, facts.previous, facts.currency
 
     def amount(value: Decimal, *, sign: bool = False) -> str:
-        return money(value, currency, LOCALE, sign=sign)
+        return locales.money(value, currency, LOCALE, sign=sign)
 
     return StatementView(
-        period=f"{day(s.period_start, LOCALE)} to {day(s.period_end, LOCALE)}",
-        previous_period=f"{day(previous.period_start, LOCALE)} to {day(previous.period_end, LOCALE)}"
+        period=f"{locales.day(s.period_start, LOCALE)} to {locales.day(s.period_end, LOCALE)}",
+        previous_period=f"{locales.day(previous.period_start, LOCALE)} to {locales.day(previous.period_end, LOCALE)}"
         if previous
         else None,
         previous_balance=amount(facts.previous_balance),
@@ -121,8 +140,8 @@ def statement_view(facts: BillFacts) -> StatementView:
         paid_since=amount(facts.payment.paid_amount),
         outstanding=amount(facts.payment.outstanding),
         minimum_due=amount(s.minimum_due),
-        due_date=day(s.due_date, LOCALE),
-        as_of=day(facts.as_of, LOCALE),
+        due_date=locales.day(s.due_date, LOCALE),
+        as_of=locales.day(facts.as_of, LOCALE),
     )
 
 

@@ -22,105 +22,6 @@
 (() => {
   "use strict";
 
-  const TEXT = {
-    en: {
-      title: "Questions about your bill",
-      conversation: "Conversation",
-      newConversation: "New conversation",
-      account: "Card",
-      question: "Your question",
-      placeholder: "Ask about your bill",
-      placeholderAgent: "Write to the agent",
-      keys: "Enter sends, Shift+Enter starts a new line.",
-      ask: "Send",
-      suggestions: "Suggested questions",
-      suggested: [
-        "Why is my bill higher than last month?",
-        "Did my payment arrive?",
-        "Why was I charged interest?",
-      ],
-      followUps: ["And why?", "When is it due?", "Speak to a person"],
-      choices: "Choose one",
-      you: "You",
-      assistant: "Assistant",
-      agent: "Agent",
-      loading: "Looking at your statement…",
-      writing: "Writing your answer…",
-      ready: "Answer ready.",
-      delivered: "Your message was passed to the agent.",
-      waiting: "Waiting for an agent… You can keep writing here: your messages go to them.",
-      withAgent: "You are chatting with {name}.",
-      someAgent: "an agent",
-      caption: "Your statement",
-      current: "New balance",
-      previous: "Previous balance",
-      difference: "Change",
-      minimum: "Minimum payment",
-      due: "Due date",
-      status: "Payment status",
-      drivers: "What changed",
-      answer: "Answer",
-      checked: "Checked against your statement.",
-      sources: "Source",
-      replaced: "We replaced the draft with an answer checked against your statement.",
-      noAccounts: "We found no cards to ask about.",
-      rateLimited: "You are asking faster than we can answer. Please try again in {s} seconds.",
-      busy: "We are very busy right now. Please try again in {s} seconds.",
-      expired: "Your session has expired. Please reload the page to continue.",
-      network: "The connection was lost. Check your internet connection and try again.",
-      notFound: "We could not find that card.",
-      invalid: "Please check your question: {m}",
-      failed: "Something went wrong on our side. Please try again.",
-      earlier: "Earlier messages",
-    },
-    "zh-CN": {
-      title: "账单问题",
-      conversation: "对话",
-      newConversation: "新对话",
-      account: "卡片",
-      question: "您的问题",
-      placeholder: "请输入关于账单的问题",
-      placeholderAgent: "请输入给客服的消息",
-      keys: "按 Enter 发送，Shift+Enter 换行。",
-      ask: "发送",
-      suggestions: "常见问题",
-      suggested: ["为什么这个月的账单比上个月高？", "我的还款到账了吗？", "为什么收了我利息？"],
-      followUps: ["为什么？", "什么时候到期？", "转人工"],
-      choices: "请选择",
-      sources: "来源",
-      you: "您",
-      assistant: "智能助手",
-      agent: "客服",
-      loading: "正在查看您的账单…",
-      writing: "正在生成回答…",
-      ready: "回答已完成。",
-      delivered: "您的消息已转给客服。",
-      waiting: "正在等待人工客服… 您可以继续在这里留言，客服会看到。",
-      withAgent: "{name}正在为您服务。",
-      someAgent: "客服",
-      caption: "您的账单",
-      current: "本期余额",
-      previous: "上期余额",
-      difference: "变化",
-      minimum: "最低还款额",
-      due: "到期还款日",
-      status: "还款状态",
-      drivers: "变化明细",
-      answer: "回答",
-      checked: "已与您的账单核对。",
-      replaced: "我们已用与您账单核对过的回答替换了草稿。",
-      noAccounts: "没有找到可查询的卡片。",
-      rateLimited: "您的提问过于频繁，请在 {s} 秒后再试。",
-      busy: "当前咨询量较大，请在 {s} 秒后再试。",
-      expired: "您的会话已过期，请刷新页面后继续。",
-      network: "网络连接已中断，请检查网络后重试。",
-      notFound: "没有找到这张卡片。",
-      invalid: "请检查您的问题：{m}",
-      failed: "我们这边出了点问题，请稍后再试。",
-      earlier: "更早的消息",
-    },
-  };
-
   const STYLE = `
     :host { display: block; max-width: 34rem; color: #1b1f24; font: 16px/1.5 system-ui, sans-serif; }
     * { box-sizing: border-box; }
@@ -152,7 +53,7 @@
     .msg.assistant { align-self: flex-start; background: #f3f5f8; border-bottom-left-radius: 4px; }
     .msg.agent { align-self: flex-start; background: #e6f4ea; border: 1px solid #9fd3ad; border-bottom-left-radius: 4px; white-space: pre-wrap; }
     .msg.system { align-self: center; max-width: 100%; background: none; color: #57606a; font-size: .875rem; text-align: center; padding: .1rem .5rem; }
-    .who { display: block; font-size: .8rem; font-weight: 600; color: #1a7f37; }
+    .who { display: block; font-size: .8rem; font-weight: 600; color: #116329; }
     .sr { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
     .answer { white-space: pre-wrap; }
     .typing { display: inline-flex; gap: 3px; padding: .2rem 0; }
@@ -175,9 +76,52 @@
     [hidden] { display: none !important; }
   `;
 
-  function pickLocale(requested) {
-    const lang = (requested || document.documentElement.lang || navigator.language || "en").toLowerCase();
-    return lang.startsWith("zh") ? "zh-CN" : "en";
+  /* Every string the widget shows comes from the service: each locale's folder
+     (prompts/locales/<locale>/words.json), loaded as a script (GET /v1/chat/words.js, which needs no
+     CORS: a page the service does not serve can still be told so). Read once per page and endpoint. */
+  const wordsFrom = new Map(); // endpoint -> Promise of the words
+  const waiting = new Map(); // the words' script element -> its promise's resolve
+  function loadWords(endpoint) {
+    if (!wordsFrom.has(endpoint)) {
+      wordsFrom.set(endpoint, new Promise((resolve) => {
+        let pause = 500;
+        const load = () => {
+          const script = document.createElement("script");
+          script.src = `${endpoint}/v1/chat/words.js`;
+          waiting.set(script, resolve);
+          script.onerror = () => { // offline: try again
+            waiting.delete(script);
+            script.remove();
+            setTimeout(load, pause);
+            pause = Math.min(pause * 2, 10000);
+          };
+          document.head.append(script);
+        };
+        load();
+      }));
+    }
+    return wordsFrom.get(endpoint);
+  }
+
+  function receiveWords(script, all) {
+    const resolve = waiting.get(script);
+    waiting.delete(script);
+    script?.remove();
+    if (resolve) resolve(all);
+  }
+
+  /* The page's locale among those the service speaks: the same name, else the same language. */
+  function pickLocale(requested, all) {
+    const names = Object.keys(all.locales);
+    for (const wanted of [requested, document.documentElement.lang, navigator.language]) {
+      if (!wanted) continue;
+      const exact = names.find((n) => n.toLowerCase() === wanted.toLowerCase());
+      if (exact) return exact;
+      const base = wanted.toLowerCase().split("-")[0];
+      const same = names.find((n) => n.toLowerCase() === base) || names.find((n) => n.toLowerCase().split("-")[0] === base);
+      if (same) return same;
+    }
+    return all.default;
   }
 
   function element(tag, attributes = {}, text = "") {
@@ -229,10 +173,13 @@
 
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-  function mount(host, options) {
-    const locale = pickLocale(options.locale);
-    const t = TEXT[locale];
+  async function mount(host, options) {
     const endpoint = (options.endpoint || "").replace(/\/$/, "");
+    const all = await loadWords(endpoint);
+    if (host.shadowRoot) return; // mounted meanwhile
+    // The conversation's language: the page's at first, each answer's once it comes (app/locales.py).
+    let locale = pickLocale(options.locale, all);
+    let t = all.locales[locale].words;
     const auth = { Authorization: `Bearer ${options.token}` };
     const key = storageKey(options.token || "");
     const uid = `ba-${Math.random().toString(36).slice(2, 8)}`;
@@ -242,7 +189,8 @@
     const section = element("section", { "aria-labelledby": `${uid}-title`, lang: locale });
     const head = element("div", { class: "head" });
     const restart = element("button", { type: "button", hidden: "" }, t.newConversation);
-    head.append(element("h2", { id: `${uid}-title` }, t.title), restart);
+    const title = element("h2", { id: `${uid}-title` }, t.title);
+    head.append(title, restart);
 
     const banner = element("div", { class: "banner", "aria-live": "polite", hidden: "" });
     const log = element("div", { class: "log", role: "log", "aria-live": "polite", "aria-label": t.conversation });
@@ -253,7 +201,8 @@
     const form = element("form", { novalidate: "" });
     const picker = element("div", { class: "account" });
     const select = element("select", { id: `${uid}-account`, name: "account" });
-    picker.append(element("label", { for: select.id }, t.account), select);
+    const accountLabel = element("label", { for: select.id }, t.account);
+    picker.append(accountLabel, select);
     const textarea = element("textarea", {
       id: `${uid}-question`, name: "question", maxlength: "1000", rows: "2", placeholder: t.placeholder,
       "aria-describedby": `${uid}-keys`,
@@ -261,10 +210,9 @@
     const submit = element("button", { type: "submit" }, t.ask);
     const send = element("div", { class: "send" });
     send.append(textarea, submit);
-    form.append(
-      element("label", { for: textarea.id }, t.question), send,
-      element("span", { id: `${uid}-keys`, class: "sr" }, t.keys),
-    );
+    const questionLabel = element("label", { for: textarea.id }, t.question);
+    const keys = element("span", { id: `${uid}-keys`, class: "sr" }, t.keys);
+    form.append(questionLabel, send, keys);
     section.append(head, picker, banner, log, status, error, quick, form);
     root.append(section);
 
@@ -278,6 +226,30 @@
     let deferred = []; // the feed's copies of this page's own turn, until the turn's numbers are known
     let feed = null; // AbortController of the live feed
     let accountsReady = null;
+    let quickKind = null; // the quick questions shown: "suggested", "followUps" or none
+
+    /* Says everything in `next`'s words from now on: a conversation speaks its latest answer's language. */
+    function speak(next) {
+      if (!next || next === locale || !all.locales[next]) return;
+      locale = next;
+      t = all.locales[locale].words;
+      section.lang = locale;
+      title.textContent = t.title;
+      restart.textContent = t.newConversation;
+      log.setAttribute("aria-label", t.conversation);
+      quick.setAttribute("aria-label", t.suggestions);
+      accountLabel.textContent = t.account;
+      questionLabel.textContent = t.question;
+      keys.textContent = t.keys;
+      submit.textContent = t.ask;
+      earlierButton.textContent = t.earlier;
+      for (const who of log.querySelectorAll(".msg.customer > .who")) who.textContent = `${t.you}: `;
+      for (const who of log.querySelectorAll(".msg.assistant > .who")) who.textContent = `${t.assistant}: `;
+      for (const region of log.querySelectorAll(".answer[role=region]")) region.setAttribute("aria-label", t.answer);
+      for (const group of log.querySelectorAll(".choices")) group.setAttribute("aria-label", t.choices);
+      setState(state);
+      setQuick(quickKind);
+    }
 
     /* ---------- the transcript ---------- */
 
@@ -345,7 +317,7 @@
 
     function factsTable(facts) {
       const d = facts.display;
-      const ft = TEXT[facts.locale] || t; // labelled in the answer's language
+      const ft = all.locales[facts.locale]?.words || t; // labelled in the answer's language
       const details = element("details", { open: "", lang: facts.locale || locale });
       details.append(element("summary", {}, ft.caption));
       const table = element("table", { class: "facts", "aria-label": ft.caption });
@@ -420,11 +392,13 @@
         if (mine) known(m.seq, mine);
         else addCustomer(m.text, m.seq);
       } else if (m.role === "assistant") {
+        speak(m.locale || m.facts?.locale);
         const reply = addAssistant();
         finishAssistant(reply, { text: m.text, choices: m.choices, facts: m.facts });
         known(m.seq, reply.node);
       } else if (m.role === "agent") {
         addAgent(m.text, m.agent_name || agentName, m.seq);
+        if (!inFlight) status.textContent = "";
       } else {
         addNotice(m.text, m.seq);
       }
@@ -433,7 +407,9 @@
 
     /* ---------- the conversation's state ---------- */
 
-    function setQuick(questions) {
+    function setQuick(kind) {
+      quickKind = kind;
+      const questions = kind ? t[kind] : [];
       quick.replaceChildren();
       for (const question of questions) {
         const button = element("button", { type: "button" }, question);
@@ -459,8 +435,9 @@
         banner.hidden = true;
         banner.textContent = "";
       }
+      if (changed && state !== "bot") status.textContent = ""; // handed to a person: no answer's status
       textarea.placeholder = state === "bot" ? t.placeholder : t.placeholderAgent;
-      if (changed) setQuick(state !== "bot" ? [] : bySeq.size ? t.followUps : t.suggested);
+      if (changed) setQuick(state !== "bot" ? null : bySeq.size ? "followUps" : "suggested");
     }
 
     /* The conversation's id (a new one's is in the first event of its first answer; the
@@ -485,7 +462,7 @@
       error.hidden = true;
       restart.hidden = true;
       setState("bot", null);
-      setQuick(t.suggested);
+      setQuick("suggested");
     }
 
     /* ---------- the live feed: agents' replies, notices, status ---------- */
@@ -575,11 +552,11 @@
         for (const m of conversation.messages) showMessage(m);
         showEarlier(conversation.earlier);
         setTimeout(() => log.setAttribute("aria-live", "polite"), 0);
-        setQuick([]);
+        setQuick(null);
         const last = conversation.messages[conversation.messages.length - 1];
         setState(conversation.status, conversation.agent_name);
         if (conversation.status === "bot") {
-          setQuick(last && last.role === "assistant" && last.choices?.length ? [] : bySeq.size ? t.followUps : t.suggested);
+          setQuick(last && last.role === "assistant" && last.choices?.length ? null : bySeq.size ? "followUps" : "suggested");
         }
         scrollDown(true);
         adopt(conversation.conversation_id || id);
@@ -677,18 +654,23 @@
               if (data.status && data.status !== state) setState(data.status);
             }
           } else if (name === "facts") {
+            speak(data.locale);
             showFacts(reply, data);
             status.textContent = t.writing;
           } else if (name === "delta") {
             reply.answer.append(data.text);
             scrollDown();
           } else if (name === "replace") {
+            // "Replaced" only where a draft the answer does not go on from was shown; otherwise it
+            // says plainly where the answer is from.
+            const shown = reply.answer.textContent.trim();
             reply.answer.textContent = data.text;
-            reply.note.textContent = t.replaced;
+            reply.note.textContent = shown && !data.text.startsWith(shown) ? t.replaced : t.answered;
             reply.note.hidden = false;
           } else if (name === "final") {
             final = data;
             finished = true;
+            speak(data.locale);
             finishAssistant(reply, {
               text: data.explanation, choices: data.choices, handover: data.handover, sources: data.sources,
             });
@@ -712,7 +694,7 @@
           return;
         }
         if (!finished) throw new TypeError("the stream ended before its final event");
-        if (reply && state === "bot") setQuick(final?.choices?.length ? [] : t.followUps);
+        if (reply && state === "bot") setQuick(final?.choices?.length ? null : "followUps");
       } catch (exc) {
         if (controller.signal.aborted) return; // replaced by a newer question, or a new conversation
         if (!started) mine.remove();
@@ -749,7 +731,7 @@
 
     restart.addEventListener("click", () => { reset(); textarea.focus(); });
 
-    setQuick(t.suggested);
+    setQuick("suggested");
     accountsReady = (async () => {
       try {
         const response = await fetch(`${endpoint}/v1/chat/accounts`, { headers: auth });
@@ -773,7 +755,7 @@
     }
   }
 
-  window.BillAssistant = { mount, readEvents }; // the console's page reads its stream with readEvents too
+  window.BillAssistant = { mount, readEvents, words: receiveWords }; // the console's page reads its stream with readEvents too
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", mountAll);
   else mountAll();
 })();

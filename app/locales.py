@@ -1,0 +1,160 @@
+"""Every language the service speaks is a folder, prompts/locales/<locale>/, and this module is where
+the folders register: adding a folder adds a locale, and nothing else in the service names one.
+
+A folder holds what its locale says: `locale.json` (its name, how its sentences join, how it writes
+amounts and dates), `words.json` (the chat widget's and the demo page's strings), the answers'
+templates (`claims.j2`, `fallback/`, `macros.j2`, `conversation.j2`) and its search words
+(`search.json`, `pii.json`). The files are read here, at the edge; the domain is handed plain data
+(`formatting.Style`). `LOCALES_DIR` (environment) or `use()` (tests: the generated pseudo-locale,
+tests/pseudo_locale.py) point the service at another folder of locales."""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Iterator, Mapping
+from datetime import date
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from jinja2 import BaseLoader, Environment, FileSystemLoader
+
+from app.domain import formatting
+from app.settings import PROJECT_ROOT
+
+DEFAULT_ROOT = PROJECT_ROOT / "prompts" / "locales"
+_root = Path(os.environ.get("LOCALES_DIR") or DEFAULT_ROOT)
+_listeners: list[Callable[[], None]] = []  # caches built from the folders (app/prompts.py's templates)
+
+
+class LocaleData(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    name: str  # in its own words: what an agent and a picker show ("简体中文")
+    english_name: str  # what the console, which speaks English, shows beside it
+    language: str  # the language a question is detected in (app/domain/understanding.py)
+    joiner: str  # what joins two sentences: a space, or nothing (Chinese)
+    formatting: formatting.Style
+    default: bool = False  # the locale of a customer or a page that says none
+
+
+def root() -> Path:
+    return _root
+
+
+def use(folder: Path) -> None:
+    """Read the locales from `folder` from now on (the tests' pseudo-locale); every cache is rebuilt."""
+    global _root
+    _root = Path(folder)
+    registry.cache_clear()
+    words.cache_clear()
+    for clear in _listeners:
+        clear()
+
+
+def on_change(clear: Callable[[], None]) -> None:
+    """Call `clear` whenever `use()` points the service at another folder."""
+    _listeners.append(clear)
+
+
+@functools.cache
+def registry() -> dict[str, LocaleData]:
+    """Each locale folder's `locale.json`, by the folder's name."""
+    found = {
+        path.parent.name: msgspec.json.decode(path.read_bytes(), type=LocaleData)
+        for path in sorted(_root.glob("*/locale.json"))
+    }
+    if sum(data.default for data in found.values()) != 1:
+        raise ValueError(f'exactly one locale in {_root} must say "default": true')
+    return found
+
+
+def locales() -> tuple[str, ...]:
+    return tuple(registry())
+
+
+def default() -> str:
+    return next(name for name, data in registry().items() if data.default)
+
+
+def data(locale: str) -> LocaleData:
+    try:
+        return registry()[locale]
+    except KeyError:
+        raise ValueError(f"unsupported locale {locale!r}: no folder {_root / locale}") from None
+
+
+def check(locale: str | None) -> None:
+    """A request's locale: one with a folder, or none (msgspec turns the ValueError into a 400)."""
+    if locale is not None and locale not in registry():
+        raise ValueError(f"locale must be one of {', '.join(registry())}")
+
+
+def closest(requested: str | None, language: str | None = None) -> str | None:
+    """The locale to answer in: the question's language (`language`, as detected), said the way the
+    requested locale says it where the two share the language ("en" asked on an "en-XA" page is
+    "en-XA"); the requested locale when the question's language is unknown."""
+    known = registry()
+    if language is None:
+        return requested if requested in known else None
+    if requested in known and known[requested].language == language:
+        return requested
+    same = [name for name, d in known.items() if d.language == language]
+    return language if language in same else next(iter(same), None)
+
+
+class _ByLocale(Mapping[str, Any]):
+    """One field of every locale's data, by locale (`JOINERS["zh-CN"]`)."""
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    def __getitem__(self, locale: str) -> Any:
+        return getattr(data(locale), self.field)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(registry())
+
+    def __len__(self) -> int:
+        return len(registry())
+
+
+JOINERS: Mapping[str, str] = _ByLocale("joiner")
+
+
+def money(amount: Decimal, currency: str, locale: str, *, sign: bool = False) -> str:
+    return formatting.money(amount, currency, data(locale).formatting, sign=sign)
+
+
+def day(value: date, locale: str) -> str:
+    return formatting.day(value, data(locale).formatting)
+
+
+@functools.cache
+def words(locale: str) -> dict[str, Any]:
+    """What a locale's screens say (`words.json`): the widget's strings, the demo page's."""
+    data(locale)
+    decoded: dict[str, Any] = msgspec.json.decode((_root / locale / "words.json").read_bytes())
+    return decoded
+
+
+def version_files() -> list[Path]:
+    """The files whose bytes make an answer: a changed one is a new prompt version."""
+    return sorted([*_root.rglob("*.j2"), *_root.glob("*/locale.json")])
+
+
+class TemplateLoader(BaseLoader):
+    """Templates from `own` (prompts/); a locale's (`locales/<locale>/…`) from the folder of locales
+    in use, which the tests point at their generated pseudo-locale."""
+
+    def __init__(self, own: Path) -> None:
+        self.own = FileSystemLoader(own)
+
+    def get_source(self, environment: Environment, template: str) -> tuple[str, str | None, Callable[[], bool]]:
+        if template.startswith("locales/"):
+            return FileSystemLoader(_root).get_source(environment, template.removeprefix("locales/"))
+        return self.own.get_source(environment, template)
+
+    def list_templates(self) -> list[str]:
+        own = [name for name in self.own.list_templates() if not name.startswith("locales/")]
+        return sorted([*own, *(f"locales/{name}" for name in FileSystemLoader(_root).list_templates())])

@@ -1,0 +1,175 @@
+"""The widget speaks one language per conversation, and its status line says what happened, in
+headless Chromium against the real service: a Chinese question on an English page turns the whole
+widget Chinese (notes, buttons, status, the statement table); a verified answer after nothing was
+shown says where it is from, not that it replaced something; the status line clears once a person
+has the conversation; and in en-XA, the generated pseudo-locale, nothing on the widget or the demo
+page is plain English but the data (tests/pseudo_locale.py)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.async_api import Browser, Page, expect
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.api.app import create_app
+from app.settings import Settings
+from bench.fakes.sglang_server import RunningFake, Script
+from tests.browser.helpers import screenshot, widget_text
+from tests.console import sign_in_page
+from tests.pseudo_locale import PSEUDO, english_words, pseudo_locales
+from tests.servers import ThreadedServer
+
+pytestmark = pytest.mark.bank(agents=("ana",))
+# What the widget shows as it is, in any language: the card, the currency's code, a merchant's name.
+DATA = ("A-1", "EUR", "City Gym", "FreshMart", "C-1001", "Enter", "Shift+Enter")
+SERVICE = {
+    "DEMO_PAGE": "1",
+    "COOKIE_SECURE": "0",
+    "BATCH_WORKER": "0",
+    "ANSWER_CACHE_FILL": "0",
+    "API_KEY_CACHE_TTL": "0",
+}
+
+
+@pytest.fixture
+def serve(database_url: str) -> Iterator[Any]:
+    servers: list[ThreadedServer] = []
+
+    def start(**env: str) -> ThreadedServer:
+        servers.append(ThreadedServer(create_app(Settings.from_env({**SERVICE, "ENGINE": "off", **env}), database_url)))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+async def ask(page: Page, question: str) -> None:
+    await page.locator("textarea").fill(question)
+    await page.locator("textarea").press("Enter")
+
+
+async def sign_in_and_take(browser: Browser, server: ThreadedServer, bank: Any) -> Page:
+    """An agent signs in to the console and takes C-1001's waiting conversation."""
+    agent = await (await browser.new_context(viewport={"width": 1280, "height": 900})).new_page()
+    await sign_in_page(agent, server.url, bank.slug)
+    await agent.goto(f"{server.url}/console/queue")
+    await agent.get_by_role("row").filter(has_text="C-1001").get_by_role("button", name="Take").first.click()
+    await expect(agent.get_by_role("heading", name="Conversation with C-1001")).to_be_visible()
+    return agent
+
+
+async def test_a_chinese_conversation_on_an_english_page_shows_no_english(page: Page, serve: Any, bank: Any) -> None:
+    server = serve()
+    await page.goto(f"{server.url}/demo?bank={bank.slug}&customer=C-1001")
+    await expect(page.get_by_label("Card")).to_have_value("A-1")
+    await ask(page, "为什么这个月的账单比上个月高？")
+    await expect(page.locator(".msg.assistant .answer[aria-busy=false]")).to_have_count(1)
+    # Everything the customer now looks at is Chinese: the follow-ups, the status, the table, the form.
+    await expect(page.get_by_role("button", name="什么时候到期？")).to_be_visible()
+    await expect(page.get_by_role("status")).to_have_text("回答已完成。")
+    await expect(page.locator("section")).to_have_attribute("lang", "zh-CN")
+    await expect(page.locator("table.facts [data-field=drivers] li")).to_contain_text("比上月多12.00欧元")
+    assert english_words(await widget_text(page), DATA) == []
+    await screenshot(page, "widget-language-zh-on-en")
+
+    # An English question turns it back.
+    await ask(page, "When is it due?")
+    await expect(page.locator(".msg.assistant .answer[aria-busy=false]")).to_have_count(2)
+    await expect(page.get_by_role("button", name="When is it due?")).to_be_visible()
+    await expect(page.get_by_role("status")).to_have_text("Answer ready.")
+
+
+async def test_a_verified_answer_after_nothing_was_shown_says_where_it_is_from(
+    page: Page, serve: Any, bank: Any, fake_sglang: RunningFake
+) -> None:
+    # A charge question names no line: the plan requires no claim, so no word is shown before the
+    # model's plan, which is refused.
+    fake_sglang.fake.default = Script(text="not json")
+    server = serve(ENGINE="sglang", SGLANG_URL=fake_sglang.url)
+    await page.goto(f"{server.url}/demo?bank={bank.slug}&customer=C-1001")
+    await expect(page.get_by_label("Card")).to_have_value("A-1")
+    await ask(page, "What is this charge on my statement?")
+    answer = page.get_by_role("region", name="Answer")
+    await expect(answer).to_have_attribute("data-source", "fallback")
+    await expect(page.locator(".msg.assistant .note")).to_have_text("Here is the answer from your statement.")
+    await expect(page.get_by_text("We replaced the draft")).to_have_count(0)
+
+
+async def test_the_status_line_clears_when_a_person_has_the_conversation(
+    browser: Browser, page: Page, serve: Any, bank: Any
+) -> None:
+    server = serve()
+    await page.goto(f"{server.url}/demo?bank={bank.slug}&customer=C-1001")
+    await expect(page.get_by_label("Card")).to_have_value("A-1")
+    await page.get_by_role("button", name="Why is my bill higher than last month?").click()
+    await expect(page.get_by_role("status")).to_have_text("Answer ready.")
+    await ask(page, "I want to speak to a person")
+    await expect(page.get_by_text("Waiting for an agent…")).to_be_visible()
+    await expect(page.get_by_role("status")).to_have_text("")  # not "Answer ready." under the handover
+
+    agent = await sign_in_and_take(browser, server, bank)
+    try:
+        await expect(page.get_by_text("You are chatting with Ana Agent.")).to_be_visible()
+        await expect(page.get_by_role("status")).to_have_text("")
+        await ask(page, "Can you waive the gym fee?")
+        await expect(page.get_by_role("status")).to_have_text("Your message was passed to the agent.")
+        await agent.get_by_label("Your reply").fill("Done: you will see it on your next statement.")
+        await agent.get_by_role("button", name="Send").click()
+        await expect(page.locator(".msg.agent")).to_have_count(1)
+        await expect(page.get_by_role("status")).to_have_text("")  # the agent's reply is the news now
+    finally:
+        await agent.context.close()
+
+
+@pytest.fixture
+async def pseudo_service(tmp_path: Path, engine: AsyncEngine) -> AsyncIterator[Path]:
+    """The service reads its locales, en-XA among them, from a generated folder. The database's
+    CHECK on a conversation's locale (migration 0016) predates locales as folders: loosened here
+    for the pseudo-locale, and put back (NOT VALID: the rows written here stay) afterwards."""
+    async with engine.begin() as conn:
+        await conn.execute(text("ALTER TABLE conversations DROP CONSTRAINT IF EXISTS ck_conversations_locale"))
+    with pseudo_locales(tmp_path / "locales") as folder:
+        yield folder
+    async with engine.begin() as conn:
+        await conn.execute(
+            text(
+                "ALTER TABLE conversations ADD CONSTRAINT ck_conversations_locale"
+                " CHECK (locale IN ('en', 'zh-CN')) NOT VALID"
+            )
+        )
+
+
+async def test_in_the_pseudo_locale_every_string_passes_through_the_locale(
+    browser: Browser, page: Page, serve: Any, bank: Any, pseudo_service: Path
+) -> None:
+    server = serve()
+    await page.goto(f"{server.url}/demo?bank={bank.slug}&customer=C-1001&locale={PSEUDO}")
+    await expect(page.locator("select")).to_have_value("A-1")
+    brand = (await page.locator("header strong").inner_text()).strip()
+    typed = ("Why is my bill higher than last month?", "When is it due?", "I want to speak to a person")
+    allowed = (*DATA, brand, *typed)
+    # The page and the widget before a word is asked, then an answer, a follow-up and a handover.
+    assert english_words(await page.locator("body").inner_text(), allowed) == []
+    assert english_words(await widget_text(page), allowed) == []
+    await ask(page, typed[0])
+    await expect(page.locator(".msg.assistant .answer[aria-busy=false]")).to_have_count(1)
+    await expect(page.locator(".msg.assistant")).to_have_attribute("lang", PSEUDO)
+    assert english_words(await widget_text(page), allowed) == []
+    await ask(page, typed[1])
+    await expect(page.locator(".msg.assistant .answer[aria-busy=false]")).to_have_count(2)
+    assert english_words(await widget_text(page), allowed) == []
+    await ask(page, typed[2])
+    await expect(page.locator(".banner")).to_be_visible()
+    agent = await sign_in_and_take(browser, server, bank)
+    try:
+        await expect(page.locator(".banner.agent")).to_be_visible()
+        assert english_words(await widget_text(page), (*allowed, "Ana Agent")) == []
+        await screenshot(page, "widget-pseudo-locale")
+    finally:
+        await agent.context.close()
