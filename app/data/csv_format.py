@@ -90,19 +90,26 @@ class Table:
         no trigger work); counts created, updated, staged. Cheaper than INSERT ... ON CONFLICT,
         which tries every row's insert first. A statement's lines (`lines`) are left by the
         transactions trigger to the loader (migration 0020): their accounts' changed days, old and
-        new, go to merged_spans, for one statement_lines_changed after the merge."""
+        new, go to merged_spans, for one statement_lines_changed after the merge; and each staged
+        line finds its stored row by key, one index lookup (a few changed lines of a large table:
+        a hash join would read the whole table, twice)."""
         match = " AND ".join(f"t.{k} = src.{k}" for k in self.keys)
         columns = ", ".join((*self.keys, *self.values))
         stored, staged = (", ".join(f"{alias}.{v}" for v in self.values) for alias in ("t", "src"))
         differs = f"({stored}) IS DISTINCT FROM ({staged})"
-        returning, spans = "1", ""
+        source, returning, spans = self.source, "1", ""
+        new, found = f"NOT EXISTS (SELECT FROM {self.name} t WHERE {match})", match
         if self.lines:
+            by_key = " AND ".join(f"t.{k} = s0.{k}" for k in self.keys)
+            source = f"SELECT s0.*, (SELECT t.id FROM {self.name} t WHERE {by_key}) AS stored_id FROM ({source}) s0"
+            new = "src.stored_id IS NULL"
+            found = "t.id = src.stored_id AND t.id = ANY(ARRAY(SELECT stored_id FROM src WHERE stored_id IS NOT NULL))"
             returning = "t.id, t.account_id, t.posted_on, t.kind"
             spans = f""",
-old AS (SELECT t.id, t.account_id, t.posted_on, t.kind FROM {self.name} t JOIN src ON {match} WHERE {differs}),
+old AS (SELECT t.account_id, t.posted_on, t.kind FROM {self.name} t JOIN src ON {found} WHERE {differs}),
 changed AS (
     SELECT account_id, posted_on, kind FROM updated
-    UNION ALL SELECT old.account_id, old.posted_on, old.kind FROM old JOIN updated USING (id)
+    UNION ALL SELECT account_id, posted_on, kind FROM old  -- what `updated` read: the same rows, before
     UNION ALL SELECT account_id, posted_on, kind FROM created
 ),
 spans AS (
@@ -113,15 +120,14 @@ spans AS (
           FROM changed GROUP BY account_id) per_account
     HAVING COUNT(*) > 0
 )"""
-        return f"""WITH src AS ({self.source}),
+        return f"""WITH src AS ({source}),
 updated AS (
     UPDATE {self.name} t SET {", ".join(f"{v} = src.{v}" for v in self.values)} FROM src
-    WHERE {match} AND {differs}
+    WHERE {found} AND {differs}
     RETURNING {returning}
 ),
 created AS (
-    INSERT INTO {self.name} AS t ({columns}) SELECT {columns} FROM src
-    WHERE NOT EXISTS (SELECT FROM {self.name} t WHERE {match})
+    INSERT INTO {self.name} AS t ({columns}) SELECT {columns} FROM src WHERE {new}
     RETURNING {returning}
 ){spans}
 SELECT (SELECT count(*) FROM created), (SELECT count(*) FROM updated), (SELECT count(*) FROM src)"""
