@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
+from app.data.csv_lines import Records, Sieve, last_digests, repeated_keys
 from app.data.import_format import parse
 from app.errors import ImportRejected
 from tests.factories import document
@@ -93,3 +95,44 @@ def test_the_date_window_includes_its_ends(when: str) -> None:
 def test_a_ref_may_hold_inner_spaces() -> None:
     doc = _with([*TX0, "ref"], "T 1")
     assert parse(msgspec.json.encode(doc)).customers[0].accounts[0].transactions[0].ref == "T 1"
+
+
+def _sieved(data: bytes, last: set[bytes] | None, chunk: int = 7) -> tuple[bytes, Sieve]:
+    """The bytes a sieve sends for a file read `chunk` bytes at a time (lines cut anywhere)."""
+    sieve = Sieve(last)
+    sent = b"".join(sieve.feed(data[i : i + chunk]) for i in range(0, len(data), chunk)) + sieve.feed(b"")
+    return sent, sieve
+
+
+def test_a_record_is_a_line_or_the_lines_of_an_open_quoted_field() -> None:
+    records = Records()
+    data = b'h1,h2\r\na,"x\r\ny"\r\nb,"say ""hi"""\r\nc,d'
+    got = [r for i in range(0, len(data), 5) for r in records.of(data[i : i + 5])] + records.of(b"")
+    assert got == [b"h1,h2\r", b'a,"x\r\ny"\r', b'b,"say ""hi"""\r', b"c,d"]
+    assert records.spans_lines
+
+
+def test_a_sieve_sends_the_lines_not_among_the_last_loads_numbered_by_their_line() -> None:
+    first = b"ref,amount\nT-1,1.00\nT-2,2.00\nT-3,3.00\n"
+    sent, sieve = _sieved(first, None)
+    assert sent == first  # a first load: every line, as it is
+    remembered = sieve.remembered()
+    assert remembered is not None
+    last = last_digests(remembered, b"ref,amount")
+    assert last is not None
+    assert last_digests(remembered, b"amount,ref") is None  # another header: nothing is known
+
+    nightly = b"ref,amount\nT-1,1.00\nT-2,2.50\nT-3,3.00\nT-1,1.00\nT-4,4.00"
+    sent, sieve = _sieved(nightly, last)
+    # T-2 changed (line 3), T-1 again (line 5: a last load's line counts once), T-4 new (line 6).
+    assert sent == b"3,T-2,2.50\n5,T-1,1.00\n6,T-4,4.00\n"
+    assert (sieve.line, sieve.sent) == (6, 3)
+
+
+def test_repeated_keys_are_found_across_the_whole_file(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_bytes(b'amount,ref,account_ref\r\n1.00,T-1,A-1\r\n"2,00",T-2,A-1\r\n3.00,"T-1",A-2\r\n')
+    columns = (2, 1)  # account_ref, ref (the last column: before its CR)
+    assert not repeated_keys(path, columns, 3, {(b"A-1", b"T-2"): 3, (b"A-2", b"T-1"): 4})
+    assert repeated_keys(path, columns, 3, {(b"A-1", b"T-1"): 4})  # line 2 has it
+    assert repeated_keys(path, columns, 3, {(b"A-2", b"T-1"): 2})  # quoted, on line 4
