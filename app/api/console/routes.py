@@ -25,8 +25,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.answers.messages import Ask, ChatEvent, final_answer
 from app.answers.schemas import ExplanationRequest
 from app.api.body import form_body, refuse_control_characters
-from app.api.console.forms import CSRF_REFUSED, field, form_csrf_matches, provide_form, question_request
 from app.api.console.conversation_views import cached_from
+from app.api.console.forms import CSRF_REFUSED, field, form_csrf_matches, provide_form, question_request
 from app.api.console.pages import EXCEPTION_HANDLERS, SECURITY_HEADERS, account_page, console_page, sign_in_page
 from app.api.console.session import (
     LOGIN_CSRF_COOKIE,
