@@ -32,8 +32,7 @@ FACTS_MARKER = "FACTS\n"
 CHAT_STOPS: dict[ChatTemplate, list[str]] = {"chatml": ["<|im_end|>"], "gemma": ["<end_of_turn>"]}
 # Templates write one sentence per line, joined as each locale joins sentences (its locale.json).
 JOINERS = locales.JOINERS
-# The model plans in English whatever the customer's language; the service says it in theirs.
-PROMPT_LOCALE = "en"
+PROMPT_LOCALE = "en"  # the model plans in English whatever the customer's language; we say it in theirs
 TOP_DRIVERS = 3  # the deterministic answer names the largest drivers; the response lists all
 MAX_LABEL = 60  # merchant names and descriptions are untrusted text: short, one line
 
@@ -202,10 +201,12 @@ def render_fallback(
     policy: TenantPolicy,
     focus: Iterable[str] = (),
     quotes: Quotes = NO_QUOTES,
+    chat: bool = False,
 ) -> str:
     """The deterministic answer for the intent, in the customer's language. `focus`: the labels of
     the charges the question names; `quotes`: the bank's passages it may quote (a policy question's
-    best, the reasons for the fees)."""
+    best, the reasons for the fees); `chat`: the customer asks in the chat widget, where a person
+    can be asked for "here in the chat" (never said to an API's, the console's or a batch's caller)."""
     locales.data(locale)  # a ValueError for a locale without a folder
     wanted = set(focus)
     text = _env.get_template(f"locales/{locale}/fallback/{intent}.j2").render(
@@ -218,6 +219,7 @@ def render_fallback(
         passage=quotes.passages[0] if quotes.passages else None,
         reasons=quotes.reasons,
         quote=claim_wordings(locale).quote,
+        chat=chat,
         **_formatters(facts.currency, locale),
     )
     return JOINERS[locale].join(line.strip() for line in text.splitlines() if line.strip())
@@ -231,10 +233,11 @@ def render_fallbacks(
     policy: TenantPolicy,
     focus: Iterable[str] = (),
     quotes: Quotes = NO_QUOTES,
+    chat: bool = False,
 ) -> str:
     """The deterministic answer of each part of a question (its intents, in order), joined."""
     focus = list(focus)
-    parts = (render_fallback(i, facts, locale, policy=policy, focus=focus, quotes=quotes) for i in intents)
+    parts = (render_fallback(i, facts, locale, policy=policy, focus=focus, quotes=quotes, chat=chat) for i in intents)
     return JOINERS[locale].join(parts)
 
 

@@ -51,13 +51,15 @@ def plan_job(
     reading: Reading | None = None,
     said: Sequence[Claim] = (),
     quotes: Quotes = NO_QUOTES,
+    chat: bool = False,
 ) -> PlanJob:
     """The plan prompt for this question, decoded under the form of the plans these facts allow, its
     required claims (app/domain/answer_policy.py) written for the engine to continue; the service and
     the eval both ask the model through here. `focus`: the labels the question is about (default:
     those it names); `previous_question`: a conversation's question before this one; `reading`: what
     the question asks (default: read here, for `intent`); `said`: what the conversation said already;
-    `quotes`: the bank's passages the answer may quote (app/domain/knowledge.py)."""
+    `quotes`: the bank's passages the answer may quote (app/domain/knowledge.py); `chat`: asked in the
+    chat widget (its next step may say "here in the chat")."""
     if reading is None:
         reading = understand(question, statement_lines(facts))
         reading = dataclasses.replace(reading, intent=intent, intents=(intent, *reading.intents))
@@ -91,5 +93,5 @@ def plan_job(
         grammar=plan_grammar(allowed),
         priority=priority,
     )
-    realizer = Realizer(facts, locale, quotes, intent)
+    realizer = Realizer(facts, locale, quotes, intent, chat=chat)
     return PlanJob(request=request, check=check, realizer=realizer, prefill=prefill)

@@ -67,9 +67,16 @@ class SlotValues(Mapping[str, str]):
 
 class Realizer:
     def __init__(
-        self, facts: BillFacts, locale: Locale, quotes: Quotes = NO_QUOTES, intent: Intent | None = None
+        self,
+        facts: BillFacts,
+        locale: Locale,
+        quotes: Quotes = NO_QUOTES,
+        intent: Intent | None = None,
+        *,
+        chat: bool = False,
     ) -> None:
-        self.facts, self.locale, self.quotes, self.intent = facts, locale, quotes, intent
+        """`chat`: the customer asks in the chat widget (its next step may say "here in the chat")."""
+        self.facts, self.locale, self.quotes, self.intent, self.chat = facts, locale, quotes, intent, chat
         self.values = SlotValues(facts, locale)
         self.contract = Contract.of(facts, self.values.slots)
         self._items = items(facts)
@@ -80,10 +87,10 @@ class Realizer:
         """The claim's sentences with their slots unfilled (`prev`: the claim said before it)."""
         item = self._items[claim.n - 1] if isinstance(claim, Transaction) else None
         if isinstance(claim, NoAnswer) and self.intent == "policy":
-            text = self._wordings.not_found(claim.wording)
+            text = self._wordings.not_found(claim.wording, chat=self.chat)
         else:
             text = self._wordings.say(
-                kind_of(claim), claim, self.facts, kind_of(prev) if prev else None, item, self._fees
+                kind_of(claim), claim, self.facts, kind_of(prev) if prev else None, item, self._fees, chat=self.chat
             )
         return [line.strip() for line in str(text).splitlines() if line.strip()]
 

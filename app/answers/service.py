@@ -217,6 +217,7 @@ class AnswerService:
                 priority=turn.level,
                 max_tokens=self.settings.engine_max_tokens,
                 layout=self.settings.prompt_layout,
+                chat=ask.channel == "widget",
             )
         return generate(
             self.llm,

@@ -142,8 +142,9 @@ def deterministic_text(turn: Turn) -> str:
         if step is not None:
             return render_handover(step, turn.locale, policy=policy)
         focus = reading.subjects or mentioned(turn.ask.request.question, turn.facts.labels)
+        chat = turn.ask.channel == "widget"
         return render_fallbacks(
-            reading.all_intents, turn.facts, turn.locale, policy=policy, focus=focus, quotes=turn.quotes
+            reading.all_intents, turn.facts, turn.locale, policy=policy, focus=focus, quotes=turn.quotes, chat=chat
         )
 
 

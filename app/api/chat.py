@@ -14,6 +14,7 @@ from litestar.di import NamedDependency, Provide
 from litestar.params import FromPath, JSONBody
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
+from app import locales
 from app.answers.messages import Ask
 from app.answers.schemas import ChatRequest, ExplanationRequest
 from app.api.body import json_body
@@ -81,7 +82,9 @@ class ChatController(Controller):
             thread=thread,
         )
         # The language the question was written in (a new conversation's: what the console calls it).
-        written_in = language_of(data.question) or (conversation.locale if conversation else data.locale) or "en"
+        # said the way the page says that language (app/locales.py: "en" on an "en-XA" page is "en-XA").
+        page = conversation.locale if conversation else data.locale
+        written_in = locales.closest(page, language_of(data.question)) or page or locales.default()
         turn = NewTurn(
             principal=principal,
             customer_ref=customer.customer_ref,

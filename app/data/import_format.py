@@ -18,7 +18,7 @@ from typing import Annotated
 
 import msgspec
 
-from app.domain.vocabulary import Locale, TransactionKind
+from app.domain.vocabulary import StoredLocale, TransactionKind
 from app.errors import ImportRejected
 
 _NO_CONTROL = r"\A[^\x00-\x1f\x7f-\x9f]*\Z"  # Postgres cannot hold NUL; no text here spans lines
@@ -61,7 +61,7 @@ class AccountIn(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
 class CustomerIn(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     ref: Ref
     name: Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=_NO_CONTROL)]
-    locale: Locale
+    locale: StoredLocale
     accounts: list[AccountIn] = []
 
 

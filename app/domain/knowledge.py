@@ -26,7 +26,7 @@ from app.domain.facts import BillFacts
 from app.domain.plan import fee_items
 from app.domain.slots import items
 from app.domain.understanding import Reading, normalize
-from app.domain.vocabulary import Locale
+from app.domain.vocabulary import StoredLocale
 
 # A version is a draft until approved; approving makes it live and retires the one it replaces.
 VersionStatus = Literal["draft", "live", "retired"]
@@ -58,7 +58,7 @@ class ArticleIn(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One article as a library file or the console writes it."""
 
     id: ArticleId
-    locale: Locale
+    locale: StoredLocale
     title: Title
     body: Body
     tags: Annotated[list[Tag], msgspec.Meta(max_length=20)] = []

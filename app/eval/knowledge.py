@@ -120,7 +120,7 @@ async def traffic_shift(
             for tenant in tenants.values():
                 weight = share / len(questions) / len(tenants)
                 reading = understand(question, ())
-                fitting = (await search(conn, tenant, locale, question)).fitting()  # type: ignore[arg-type]
+                fitting = (await search(conn, tenant, locale, question)).fitting()
                 before += weight * (reading.intent == "out_of_scope" and not reading.handover)
                 read = read_with_library(reading, question, fitting)
                 after += weight * (read.intent == "out_of_scope" and not read.handover)

@@ -32,7 +32,7 @@ from tests.waiting import until
 ANSWER = plan(CHANGE_UP, DRIVER_1_UP, {"claim": "period"}, {"claim": "next_step", "action": "agent"})
 SHOWN = (
     GOOD_SHOWN + " This statement covers 1 October 2026 to 31 October 2026."
-    " If anything is unclear, you can ask to speak to an agent here in the chat."
+    " If anything is unclear, you can ask to speak to an agent."  # the agent's console is no chat
 )
 # A long merchant name and a long question: the narrow screen must wrap them, not scroll.
 LONG_MERCHANT = "Supercalifragilistic Online Subscriptions International Ltd"

@@ -173,3 +173,28 @@ async def test_in_the_pseudo_locale_every_string_passes_through_the_locale(
         await screenshot(page, "widget-pseudo-locale")
     finally:
         await agent.context.close()
+
+
+async def test_on_a_phone_the_statement_table_is_read_whole(browser: Browser, serve: Any, bank: Any) -> None:
+    """At 375x667 the conversation is part of the page, which scrolls: no scroll area inside the widget
+    cuts the statement table off."""
+    server = serve()
+    context = await browser.new_context(viewport={"width": 375, "height": 667}, is_mobile=True, has_touch=True)
+    page = await context.new_page()
+    try:
+        await page.goto(f"{server.url}/demo?bank={bank.slug}&customer=C-1001")
+        await expect(page.get_by_label("Card")).to_have_value("A-1")
+        await page.get_by_role("button", name="Why is my bill higher than last month?").click()
+        await expect(page.get_by_role("status")).to_have_text("Answer ready.")
+        table = page.locator("table.facts")
+        await table.scroll_into_view_if_needed()
+        await expect(table).to_be_in_viewport(ratio=0.99)  # all of it at once (but sub-pixel rounding)
+        log = await page.get_by_role("log").evaluate("log => [log.scrollHeight, log.clientHeight]")
+        assert log[0] <= log[1], f"the transcript scrolls inside the widget: {log}"
+        box = await table.bounding_box()
+        assert box is not None
+        assert box["x"] >= 0
+        assert box["x"] + box["width"] <= 375
+        await screenshot(page, "widget-phone-table")
+    finally:
+        await context.close()

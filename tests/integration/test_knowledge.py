@@ -213,9 +213,9 @@ async def test_when_the_model_finds_no_passage_fits_the_customer_is_told_so_and_
 ) -> None:
     answer, _ = await _model_answer(database_url, bank, engine, fake_sglang, plan({"claim": "no_answer"}))
     assert answer["source"] == "model"
+    # Asked over the JSON API: no chat to point at.
     assert answer["explanation"] == (
-        "I could not find an answer to this in our help content. An agent can help with it: just ask for one"
-        " here in the chat."
+        "I could not find an answer to this in our help content. An agent can help with it."
     )
     assert "sources" not in answer
 

@@ -10,9 +10,12 @@ from typing import Any
 import pytest
 
 from app import locales
+from app.answers.realize import Realizer
+from app.domain.claims import NextStep
 from app.domain.facts import BillFacts, compute_facts
 from app.domain.policy import TenantPolicy
 from app.domain.records import Line
+from app.prompts import change
 from app.prompts import render_fallback as render
 from tests.histories import OCT, SEP, history
 
@@ -147,3 +150,23 @@ def test_charge_answer_names_the_charge_asked_about_or_the_largest() -> None:
     assert "利息" in fees
     refusal = render("out_of_scope", facts, "en", policy=policy)
     assert "Northbridge Bank customer service" in refusal
+
+
+def test_a_change_since_last_month_is_written_as_one() -> None:
+    """Issue 35: "-64.38 EUR" beside "purchases at Corner Cafe" reads as a refund."""
+    assert change(D("-64.38"), "EUR", "en") == "64.38 EUR less than last month"
+    assert change(D("12"), "EUR", "en") == "12.00 EUR more than last month"
+    assert change(D("0"), "EUR", "en") == "no change from last month"
+    assert change(D("-64.38"), "CNY", "zh-CN") == "比上月少64.38元"
+
+
+def test_only_the_chat_widgets_answers_point_at_the_chat() -> None:
+    """The next step and the policy fallback say "here in the chat" only where there is one."""
+    facts = compute_facts(history(LINES, [SEP, OCT]), as_of=date(2026, 11, 10))
+    step = NextStep(action="agent", wording=1)
+    for locale, chat_words in (("en", "here in the chat"), ("zh-CN", "在对话中")):
+        assert chat_words in Realizer(facts, locale, chat=True).say(step, None)[0]
+        assert chat_words not in Realizer(facts, locale).say(step, None)[0]
+        policy = TenantPolicy(brand="Northbridge Bank")
+        assert chat_words in render("policy", facts, locale, policy=policy, chat=True)
+        assert chat_words not in render("policy", facts, locale, policy=policy)

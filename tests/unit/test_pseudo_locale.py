@@ -68,8 +68,8 @@ def test_every_claim_a_model_may_plan_passes_through_the_locale() -> None:
     leaks = {}
     for seed in range(12):
         facts = random_facts(random.Random(seed))
-        realizer = Realizer(facts, PSEUDO)
-        for intent in PLAN_INTENTS:
+        realizers = [Realizer(facts, PSEUDO), Realizer(facts, PSEUDO, chat=True)]
+        for intent, realizer in ((i, r) for i in PLAN_INTENTS for r in realizers):
             for claim in accepted_alone(facts, intent):
                 text, reason = realizer.say(claim, None)
                 assert reason is None, (claim, reason)

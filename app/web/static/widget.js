@@ -47,6 +47,9 @@
     .log { max-height: min(65vh, 34rem); overflow-y: auto; display: flex; flex-direction: column; gap: .6rem;
            padding: .25rem .1rem; overscroll-behavior: contain; }
     .log:empty { display: none; }
+    /* On a phone the page scrolls, not a box inside it: an answer and its statement table are read whole. */
+    @media (max-width: 30rem), (max-height: 45rem) { .log { max-height: none; overflow-y: visible; } }
+    .msg.assistant:has(table.facts) { max-width: 100%; }
     .log .earlier { align-self: center; border: 1px solid #8c959f; background: #f6f8fa; padding: .3rem .7rem; }
     .msg { max-width: 92%; padding: .55rem .8rem; border-radius: 12px; overflow-wrap: anywhere; }
     .msg.customer { align-self: flex-end; background: #0b5cad; color: #fff; border-bottom-right-radius: 4px; white-space: pre-wrap; }
@@ -343,6 +346,8 @@
       }
       table.append(body);
       details.append(table);
+      // Opened again, the table is brought into the chat's view, not left cut off below it.
+      details.addEventListener("toggle", () => { if (details.open) details.scrollIntoView({ block: "nearest" }); });
       return details;
     }
 
