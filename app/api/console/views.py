@@ -36,44 +36,13 @@ class _Names(Mapping[str, str]):
 
 
 LOCALES = _Names()
-PAYMENT_STATUS = {"paid": "Paid", "partially_paid": "Partially paid", "unpaid": "Unpaid", "overdue": "Overdue"}
-DRIVER_KIND = {
-    "carried_balance": "Balance carried over (after payments)",
-    "purchases": "Purchases",
-    "fees": "Fees",
-    "interest": "Interest",
-    "refunds": "Refunds",
-    "adjustments": "Adjustments",
-}
-# Why the deterministic answer was served, by the reason's rule (app/answers/generation.py,
-# app/domain/plan.py; the sentence rules of app/domain/validation.py are the second line behind the
-# reviewed wordings, and name answers of earlier versions); the detail after the colon is shown too.
-FALLBACK_REASON: dict[Rule, str] = {
-    "engine_off": "no model is configured",
-    "out_of_scope": "the question is out of scope: a polite refusal needs no model",
-    "clarify": "the question could mean several lines: the customer was asked which",
-    "handover": "the conversation was handed to an agent",
-    "engine_error": "the engine failed",
-    "engine_timeout": "the model took too long",
-    "invalid_json": "the model's output was not the expected JSON",
-    "truncated": "the model's answer was cut off",
-    "empty": "the model's plan said nothing",
-    "too_long": "the answer was too long",
-    "wrong_language": "a sentence was not in the customer's language",
-    "unknown_slot": "a sentence used a slot these facts do not have",
-    "unslotted_figure": "a sentence wrote a figure or date outside its slot",
-    "unslotted_label": "a sentence named a merchant outside its slot",
-    "status_claim": "the model stated a payment status the facts do not",
-    "role_mismatch": "a sentence put a figure in the place of another (a role swap)",
-    "wrong_direction": "the model said the bill moved the wrong way",
-    "wrong_driver": "the model named a cause as moving the other way",
-    "invalid_plan": "the model's output was not a plan of known claims",
-    "off_intent": "the model's plan held a claim that does not fit the question",
-    "unknown_index": "the model's plan named a cause or transaction the statement does not have",
-    "wrong_subject": "the model's plan was not about what was asked",
-    "missing_claim": "the model's plan did not answer the question",
-    "not_applicable": "the model's plan asked a customer who has paid in full to pay",
-}
+# The console's words for a statement and an answer (prompts/locales/<LOCALE>/words.json "console"):
+# payment statuses, driver kinds, and why the deterministic answer was served, by the reason's rule
+# (app/answers/generation.py, app/domain/plan.py, app/domain/validation.py).
+_WORDS: dict[str, dict[str, str]] = locales.words(LOCALE)["console"]
+PAYMENT_STATUS = _WORDS["payment_status"]
+DRIVER_KIND = _WORDS["driver_kind"]
+FALLBACK_REASON: dict[Rule, str] = _WORDS["fallback_reason"]  # type: ignore[assignment]
 
 
 class Line(msgspec.Struct, frozen=True, kw_only=True):
