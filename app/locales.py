@@ -22,6 +22,7 @@ import msgspec
 from jinja2 import BaseLoader, Environment, FileSystemLoader
 
 from app.domain import formatting
+from app.domain.vocabulary import Intent
 from app.settings import PROJECT_ROOT
 
 DEFAULT_ROOT = PROJECT_ROOT / "prompts" / "locales"
@@ -35,6 +36,9 @@ class LocaleData(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     language: str  # the language a question is detected in (app/domain/understanding.py)
     joiner: str  # what joins two sentences: a space, or nothing (Chinese)
     formatting: formatting.Style
+    # The one question per intent whose answer may be cached: precomputed, or generated at batch
+    # priority after a miss. A customer's own wording is never cached (app/answers/cache.py).
+    canonical: dict[Intent, str] = {}
     default: bool = False  # the locale of a customer or a page that says none
 
 
@@ -120,6 +124,23 @@ class _ByLocale(Mapping[str, Any]):
 
 
 JOINERS: Mapping[str, str] = _ByLocale("joiner")
+
+
+class _Canonical(Mapping[Intent, Mapping[str, str]]):
+    """Each cacheable intent's canonical question, by locale (`CANONICAL_QUESTIONS["payment"]["en"]`):
+    the intents are those the default locale words."""
+
+    def __getitem__(self, intent: Intent) -> Mapping[str, str]:
+        return {name: d.canonical[intent] for name, d in registry().items() if intent in d.canonical}
+
+    def __iter__(self) -> Iterator[Intent]:
+        return iter(data(default()).canonical)
+
+    def __len__(self) -> int:
+        return len(data(default()).canonical)
+
+
+CANONICAL_QUESTIONS: Mapping[Intent, Mapping[str, str]] = _Canonical()
 
 
 def money(amount: Decimal, currency: str, locale: str, *, sign: bool = False) -> str:

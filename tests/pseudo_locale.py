@@ -112,6 +112,7 @@ def write(root: Path) -> Path:
             data = json.loads(path.read_text(encoding="utf-8"))
             data.update(name=bracketed(data["name"]), english_name="English (pseudo-locale)", default=False)
             data["formatting"]["months"] = [pseudo(m) for m in data["formatting"]["months"]]
+            data["canonical"] = {intent: pseudo(q) for intent, q in data.get("canonical", {}).items()}
             out.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
         else:
             shutil.copyfile(path, out)

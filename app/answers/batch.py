@@ -17,10 +17,10 @@ from app.answers.schemas import ExplanationRequest
 from app.answers.service import AnswerService
 from app.data.database import autocommit
 from app.data.jobs import ClaimedItem, claim_items, finish_item, release_item
-from app.domain.intents import CANONICAL_QUESTIONS
 from app.errors import NotFound, Shed, UnreadableData
+from app.locales import CANONICAL_QUESTIONS, default
 
-DEFAULT_QUESTION = CANONICAL_QUESTIONS["bill_change"]["en"]
+DEFAULT_QUESTION = CANONICAL_QUESTIONS["bill_change"][default()]
 log = structlog.get_logger("bill_assistant.batch")
 
 

@@ -31,12 +31,12 @@ from app.data.database import autocommit
 from app.data.driver_pool import DriverPool
 from app.domain.answer_policy import required_claims
 from app.domain.facts import facts_digest
-from app.domain.intents import CANONICAL_QUESTIONS
 from app.domain.knowledge import quoted_digest
 from app.domain.plan import same_claim
 from app.domain.understanding import Reading, understand
 from app.domain.vocabulary import Intent, Locale
 from app.inference.engine import Engine
+from app.locales import CANONICAL_QUESTIONS
 from app.prompts import answer_version
 
 CACHEABLE_INTENTS: frozenset[Intent] = frozenset(CANONICAL_QUESTIONS)

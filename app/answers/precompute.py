@@ -14,8 +14,8 @@ from app.answers.service import AnswerService
 from app.data.answer_cache import Wanted, uncached
 from app.data.database import autocommit
 from app.data.tenants import own_answer_policies
-from app.domain.intents import CANONICAL_QUESTIONS
 from app.errors import Shed
+from app.locales import CANONICAL_QUESTIONS
 from app.prompts import PROMPT_VERSION, answer_version
 
 

@@ -43,7 +43,6 @@ from app.data.audit import AuditRow, record_answer
 from app.data.database import autocommit, driver_options
 from app.data.driver_pool import DriverPool
 from app.data.tenants import Principal, principal_for
-from app.domain.intents import CANONICAL_QUESTIONS
 from app.domain.priority import QUEUE_DEADLINE_S, effective_level, fill_budget
 from app.domain.reasons import Reason
 from app.domain.vocabulary import Source
@@ -51,6 +50,7 @@ from app.errors import Shed
 from app.inference.engine import Engine
 from app.inference.factory import build_engine
 from app.inference.scheduler import Hooks, Ledger, Scheduler
+from app.locales import CANONICAL_QUESTIONS
 from app.metrics import ANSWER_FIRST_TEXT_BY, ANSWER_SECONDS_BY, ANSWERS_BY, CACHE_LOOKUPS_BY, FALLBACKS_BY
 from app.settings import Settings
 

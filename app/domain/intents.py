@@ -11,15 +11,7 @@ from collections.abc import Iterable
 
 from app.domain.money import ZERO
 from app.domain.understanding import Line, understand
-from app.domain.vocabulary import Intent, Locale
-
-# The one question per intent whose answer may be cached: precomputed, or generated at batch
-# priority after a miss. A customer's own wording is never cached (app/answers/cache.py).
-CANONICAL_QUESTIONS: dict[Intent, dict[Locale, str]] = {
-    "bill_change": {"en": "Why is my bill different from last month?", "zh-CN": "为什么这个月的账单和上个月不一样？"},
-    "fees_interest": {"en": "Why was I charged fees or interest?", "zh-CN": "为什么我被收取了费用或利息？"},
-    "payment": {"en": "Did my payment arrive, and when is it due?", "zh-CN": "我的还款到账了吗？什么时候到期？"},
-}
+from app.domain.vocabulary import Intent
 
 
 def classify(question: str, merchants: Iterable[str] = ()) -> Intent:

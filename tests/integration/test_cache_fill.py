@@ -20,7 +20,7 @@ from app.api.app import create_app
 from app.data.database import create_engine, migrate
 from app.data.fill_leader import hold, let_go
 from app.data.tenants import create_tenant, issue_api_key
-from app.domain.intents import CANONICAL_QUESTIONS
+from app.locales import CANONICAL_QUESTIONS
 from app.settings import Settings
 from bench.fakes.plans import GOOD
 from bench.fakes.sglang_server import RunningFake, Script

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.intents import CANONICAL_QUESTIONS, classify, label_keys, mentioned, provisional
+from app.domain.intents import classify, label_keys, mentioned, provisional
+from app.locales import CANONICAL_QUESTIONS
 
 
 @pytest.mark.parametrize(
