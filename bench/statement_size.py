@@ -1,6 +1,6 @@
 """Does an answer's cost grow with the statement's length? One explanation, engine off, in process.
 
-    ./scripts/dev bench statement-size [--sizes 20,1000,10000] [--requests 300] [--merchants 20]
+    ./scripts/dev bench statement-size [--sizes 20,1000,10000] [--requests 300] [--merchants 20] [--question Q]
 
 A scratch database holds one account per size whose last two statements have that many lines each
 (purchases at up to --merchants merchants, a fee every 200 lines, a payment). The merchants are the
@@ -81,10 +81,10 @@ async def _seed(url: str, sizes: list[int], merchants: int) -> str:
     return key
 
 
-async def _measure(app: Any, key: str, sizes: list[int], requests: int) -> dict[int, list[float]]:
+async def _measure(app: Any, key: str, sizes: list[int], requests: int, question: str) -> dict[int, list[float]]:
     auth = [(b"authorization", f"Bearer {key}".encode())]
     bodies = {
-        size: msgspec.json.encode({"account_ref": f"ACC-{size}", "question": QUESTION, "as_of": AS_OF})
+        size: msgspec.json.encode({"account_ref": f"ACC-{size}", "question": question, "as_of": AS_OF})
         for size in sizes
     }
     times: dict[int, list[float]] = {size: [] for size in sizes}
@@ -108,16 +108,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--merchants", type=int, default=20, help="merchants per account (each one a driver the answer lists)"
     )
+    parser.add_argument(
+        "--question", default=QUESTION, help="e.g. one naming a merchant: its lines are read beyond the named ones"
+    )
     args = parser.parse_args(argv)
     sizes = sorted(int(s) for s in args.sizes.split(","))
     with scratch_database() as url:
         key = asyncio.run(_seed(url, sizes, args.merchants))
         app = create_app(Settings.from_env({**os.environ, **QUIET, "ENGINE": "off", "BATCH_WORKER": "0"}), url)
-        times = uvloop.run(_measure(app, key, sizes, args.requests))
+        times = uvloop.run(_measure(app, key, sizes, args.requests, args.question))
     base = statistics.median(times[sizes[0]])
     print(
         f"POST /v1/explanations, ENGINE=off, in process, {args.requests} requests per size, round robin, "
-        f"up to {args.merchants} merchants per statement"
+        f"up to {args.merchants} merchants per statement: {args.question!r}"
     )
     print(f"{'lines/statement':>15} {'P50 ms':>8} {'P90 ms':>8} {'P50 / smallest':>15}")
     for size in sizes:

@@ -65,8 +65,9 @@ json_build_object(
         FROM (SELECT t.* FROM transactions t
               WHERE t.tenant_id = :tenant_id AND t.account_id = acct.id AND t.kind <> 'payment'
                 AND t.posted_on BETWEEN last_two.period_start AND last_two.period_end
-                AND char_length(line_label(t.kind, t.merchant, t.description)) >= 2
-                AND strpos(:question_lower, lower(line_label(t.kind, t.merchant, t.description))) > 0
+                AND line_label(t.kind, t.merchant, t.description) IN (  -- the named labels, found once
+                    SELECT l ->> 'label' FROM json_array_elements(last_two.totals) l
+                    WHERE char_length(l ->> 'label') >= 2 AND strpos(:question_lower, lower(l ->> 'label')) > 0)
                 AND t.id NOT IN (SELECT CAST(x ->> 'id' AS bigint) FROM json_array_elements(last_two.lines) x)
               ORDER BY abs(t.amount) DESC, t.posted_on, t.id
               LIMIT 12) t

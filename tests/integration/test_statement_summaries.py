@@ -18,11 +18,12 @@ from sqlalchemy import text
 
 from app.data.csv_import import load_csv
 from app.data.database import create_engine
+from app.data.history import load_history
 from app.data.tenants import create_tenant
 from app.domain.facts import nameable, totals
 from app.domain.money import ZERO, signed
 from app.domain.records import Line, Total
-from tests.factories import account, customer, document, import_document, statement, write_csv
+from tests.factories import account, customer, document, import_document, statement, tx, write_csv
 
 PERIODS = [("2026-08-01", "2026-08-31"), ("2026-09-01", "2026-09-30"), ("2026-10-01", "2026-10-31")]
 # Labels that Python's strip() and the SQL btrim() must read alike, and fees named by description.
@@ -117,3 +118,25 @@ def test_the_named_lines_follow_the_domain_limits() -> None:
     named = nameable(many + fees)
     assert [x.amount for x in named if x.kind == "purchase"] == [Decimal(n) for n in range(39, 27, -1)]
     assert len([x for x in named if x.kind == "fee"]) == 24
+
+
+async def test_a_question_naming_a_merchant_reads_its_largest_lines_beyond_the_summarys(
+    make_tenant: Any, load: Any, engine: Any
+) -> None:
+    """The summary names the 12 largest charges; a question naming a merchant gets that merchant's
+    largest lines too (app/data/history.py), and only a named one's."""
+    tenant = await make_tenant()
+    big = [tx(f"B-{n}", "2026-10-03", "purchase", f"{100 + n}.00", "Big Store") for n in range(14)]
+    small = [tx(f"K-{n}", "2026-10-04", "purchase", f"{n + 1}.00", "Kiosk") for n in range(3)]
+    await load(document(tenant.slug, [customer(accounts=[account(transactions=big + small)])]))
+
+    async def lines(question: str) -> list[tuple[str | None, Decimal]]:
+        async with engine.connect() as conn:
+            history = await load_history(conn, tenant.id, "A-1", None, date(2026, 11, 1), question)
+        assert history is not None
+        return sorted((line.merchant, line.amount) for line in history.lines)
+
+    largest = [("Big Store", Decimal(100 + n)) for n in range(2, 14)]
+    assert await lines("Why is my bill higher?") == largest
+    assert await lines("What did I buy at the kiosk?") == [*largest, *(("Kiosk", Decimal(n)) for n in (1, 2, 3))]
+    assert await lines("and big store?") == sorted([*largest, ("Big Store", Decimal(100)), ("Big Store", Decimal(101))])
