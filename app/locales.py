@@ -35,6 +35,9 @@ class LocaleData(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     english_name: str  # what the console, which speaks English, shows beside it
     language: str  # the language a question is detected in (app/domain/understanding.py)
     joiner: str  # what joins two sentences: a space, or nothing (Chinese)
+    # The share of a sentence's letters that are Chinese characters, at least and at most: a model's
+    # sentence outside it is in the wrong language (app/domain/validation.py).
+    han_share: tuple[float, float]
     formatting: formatting.Style
     # The one question per intent whose answer may be cached: precomputed, or generated at batch
     # priority after a miss. A customer's own wording is never cached (app/answers/cache.py).

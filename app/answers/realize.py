@@ -82,6 +82,7 @@ class Realizer:
         self._items = items(facts)
         self._fees = fee_items(facts)
         self._wordings = claim_wordings(locale)
+        self.han = locales.data(locale).han_share
 
     def slotted(self, claim: Claim, prev: Claim | None) -> list[str]:
         """The claim's sentences with their slots unfilled (`prev`: the claim said before it)."""
@@ -116,7 +117,7 @@ class Realizer:
         facts without reading the text (a CRM note); or why it may not be said."""
         sentences = [] if isinstance(claim, PassageClaim) else self.slotted(claim, prev)
         for sentence in sentences:
-            verdict = check_sentence(sentence, self.contract, self.locale)
+            verdict = check_sentence(sentence, self.contract, self.han)
             if verdict.reason is not None:
                 return None, verdict.reason
         names = dict.fromkeys(m.group(1) for sentence in sentences for m in SLOT.finditer(sentence))

@@ -47,6 +47,9 @@ def _refuse(rule: Rule, detail: str = "") -> Verdict:
 
 
 _I = re.I
+# The share of a sentence's letters that are Chinese characters, at least and at most: how a locale's
+# text is told from another's (its locale.json `han_share`; English at most 0.2, Chinese at least 0.4).
+HanShare = tuple[float, float]
 # The model writes English (its claims are said in the customer's language by the service), so a
 # date it writes itself is an English one.
 MONTHS_EN = (
@@ -162,13 +165,13 @@ def sentences(text: str) -> list[str]:
     return parts
 
 
-def _language(text: str, locale: str) -> Verdict:
+def _language(text: str, han: HanShare) -> Verdict:
     words = SLOT.sub(" ", text)
     cjk, latin = len(_CJK.findall(words)), len(_LATIN.findall(words))
     if cjk + latin < 4:  # too short to tell ("{new_balance}.")
         return OK
     share = cjk / (cjk + latin)
-    if (locale == "zh-CN" and share < 0.4) or (locale == "en" and share > 0.2):
+    if not han[0] <= share <= han[1]:
         return _refuse("wrong_language", f"{share:.2f}")
     return OK
 
@@ -218,7 +221,7 @@ class Contract:
     difference_sign: int
     # The verdicts given so far, by sentence and locale: the whole answer's check repeats the
     # sentences the stream's gate has already passed.
-    checked: dict[tuple[str, str], Verdict] = field(default_factory=dict)
+    checked: dict[tuple[str, HanShare], Verdict] = field(default_factory=dict)
 
     @classmethod
     def of(cls, facts: BillFacts, offered: dict[str, Slot] | None = None) -> Contract:
@@ -231,16 +234,17 @@ class Contract:
         )
 
 
-def check_sentence(sentence: str, contract: Contract, locale: str) -> Verdict:
-    """One sentence of the model's answer, with its slots still unfilled."""
-    verdict = contract.checked.get((sentence, locale))
+def check_sentence(sentence: str, contract: Contract, han: HanShare) -> Verdict:
+    """One sentence of the model's answer, with its slots still unfilled, in a locale whose sentences'
+    letters are Chinese characters in the share `han` (its locale.json `han_share`)."""
+    verdict = contract.checked.get((sentence, han))
     if verdict is None:
-        verdict = contract.checked[sentence, locale] = _check_sentence(sentence, contract, locale)
+        verdict = contract.checked[sentence, han] = _check_sentence(sentence, contract, han)
     return verdict
 
 
-def _check_sentence(sentence: str, contract: Contract, locale: str) -> Verdict:
-    if not (verdict := _language(sentence, locale)).ok:
+def _check_sentence(sentence: str, contract: Contract, han: HanShare) -> Verdict:
+    if not (verdict := _language(sentence, han)).ok:
         return verdict
     named: list[Slot] = []
     for match in SLOT.finditer(sentence):

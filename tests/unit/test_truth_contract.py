@@ -13,6 +13,7 @@ from decimal import Decimal
 
 import pytest
 
+from app import locales
 from app.domain.facts import BillFacts, compute_facts
 from app.domain.records import Line
 from app.domain.validation import OK, Contract, Verdict, check_sentence, sentences
@@ -25,7 +26,7 @@ def validate(text: str, facts: BillFacts, locale: str) -> Verdict:
     """Each sentence of the text, in turn: the first that fails, or OK."""
     contract = Contract.of(facts)
     for sentence in sentences(text.strip()):
-        if not (verdict := check_sentence(sentence, contract, locale)).ok:
+        if not (verdict := check_sentence(sentence, contract, locales.data(locale).han_share)).ok:
             return verdict
     return OK
 
