@@ -32,6 +32,7 @@ class Records:
         self._tail = b""
         self._open: bytes | None = None  # the lines so far of a record whose quoted field is open
         self.spans_lines = False  # some record spans lines (a file that is rejected: a field holds a newline)
+        self.plain = True  # the last records returned hold no quote: each is a line, split by commas
 
     def of(self, chunk: bytes) -> list[bytes]:
         """The records this chunk completes; an empty chunk (the end of the file): the rest."""
@@ -41,7 +42,8 @@ class Records:
             self._tail = lines.pop()
         else:
             data, lines, self._tail = self._tail, ([self._tail] if self._tail else []), b""
-        if self._open is None and b'"' not in data:
+        self.plain = self._open is None and b'"' not in data
+        if self.plain:
             return lines  # the common case: no quotes, a line is a record
         records = []
         for line in lines:
@@ -138,6 +140,18 @@ def _key(record: bytes, positions: tuple[int, ...]) -> tuple[bytes, ...] | None:
         return None
 
 
+def _keys(
+    batch: list[bytes], pick: Callable[[list[bytes]], tuple[bytes, ...]], cut: int, strip: bool
+) -> list[tuple[bytes, ...]] | None:
+    """The keys of records without quotes; None when one is too short (the slow path says why)."""
+    try:
+        if strip:
+            return [pick(r.rstrip(b"\r").split(b",", cut)) for r in batch]
+        return [pick(r.split(b",", cut)) for r in batch]
+    except IndexError:
+        return None
+
+
 def repeated_keys(path: Path, positions: tuple[int, ...], columns: int, lines: dict[tuple[bytes, ...], int]) -> bool:
     """Whether a row of the file other than the one on `lines`' line has one of its keys (the
     values of the columns at `positions`): the whole file's duplicate check, for the keys of the
@@ -150,6 +164,10 @@ def repeated_keys(path: Path, positions: tuple[int, ...], columns: int, lines: d
             batch = records.of(chunk)
             if line == 1 and batch:
                 batch = batch[1:]  # the header
+            keys = _keys(batch, pick, cut, last in positions) if records.plain else None
+            if keys is not None and lines.keys().isdisjoint(keys):
+                line += len(batch)
+                continue  # the common case, asked in C; else line by line
             for number, record in enumerate(batch, line + 1):
                 if b'"' in record:
                     key = _key(record, positions)

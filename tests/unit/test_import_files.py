@@ -136,3 +136,12 @@ def test_repeated_keys_are_found_across_the_whole_file(tmp_path: Path) -> None:
     assert not repeated_keys(path, columns, 3, {(b"A-1", b"T-2"): 3, (b"A-2", b"T-1"): 4})
     assert repeated_keys(path, columns, 3, {(b"A-1", b"T-1"): 4})  # line 2 has it
     assert repeated_keys(path, columns, 3, {(b"A-2", b"T-1"): 2})  # quoted, on line 4
+
+
+def test_repeated_keys_in_a_file_without_quotes(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"account_ref,ref,amount\nA-1,T-1,1.00\nA-1,T-2,2.00\nA-2,T-1,3.00")
+    assert not repeated_keys(path, (0, 1), 3, {(b"A-1", b"T-2"): 3, (b"A-3", b"T-1"): 6})
+    assert repeated_keys(path, (0, 1), 3, {(b"A-2", b"T-1"): 6})  # line 4 has it
+    path.write_bytes(path.read_bytes() + b"\nA-2")  # line 5 has no ref: said to repeat one, to be safe
+    assert repeated_keys(path, (0, 1), 3, {(b"A-3", b"T-1"): 6})
