@@ -4,8 +4,6 @@ TEST_DATABASE_URL), else the embedded one. Each run gets a fresh database, migra
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
@@ -21,27 +19,18 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from app.api.app import create_app
 from app.cli import main
 from app.data.agents import create_agent
-from app.data.database import asyncpg_url, create_engine, migrate, start_embedded_postgres
+from app.data.database import create_engine, migrate
 from app.data.importer import ImportReport
 from app.data.knowledge import import_library
 from app.data.tenants import create_tenant, issue_api_key, set_limits
 from app.domain.knowledge import ArticleIn
 from app.inference.embedded import EmbeddedEngine, default_model_path
-from app.settings import PROJECT_ROOT, Settings, get_settings
+from app.settings import Settings, get_settings
 from bench.fakes.sglang_server import RunningFake
 from tests.console import PASSWORD
 from tests.db_proxy import DatabaseProxy, in_front_of
 from tests.factories import customer, document, import_document
-
-
-def _admin_url() -> str:
-    if os.environ.get("TEST_DATABASE_URL"):
-        return asyncpg_url(os.environ["TEST_DATABASE_URL"])
-    try:
-        socket.create_connection(("127.0.0.1", 5432), timeout=0.5).close()
-        return "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"
-    except OSError:
-        return start_embedded_postgres(PROJECT_ROOT / ".data" / "test")
+from tests.postgres import admin_url
 
 
 async def _admin(url: str, statement: str) -> None:
@@ -53,7 +42,7 @@ async def _admin(url: str, statement: str) -> None:
 
 @pytest.fixture(scope="session")
 def database_url() -> Iterator[str]:
-    admin = _admin_url()
+    admin = admin_url()
     name = f"bill_test_{uuid.uuid4().hex[:10]}"
     asyncio.run(_admin(admin, f'CREATE DATABASE "{name}"'))
     url = make_url(admin).set(database=name).render_as_string(hide_password=False)

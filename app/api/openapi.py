@@ -1,5 +1,5 @@
 """The OpenAPI document at /schema, made to say what the service does (checked against the running
-service by schemathesis, tests/integration/test_openapi_contract.py):
+service by schemathesis, tests/integration/operations/test_openapi_contract.py):
 
 - every error a route can answer with is documented with the body the error handlers build
   (ErrorBody, app/api/errors.py), not Litestar's default `{status_code, detail, extra}`; 401 with its

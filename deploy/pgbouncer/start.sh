@@ -3,7 +3,7 @@
 # are never baked into the image), then PgBouncer with its arguments and pgbouncer.ini.
 #   bill             the app's user; PgBouncer logs in to Postgres with it (POSTGRES_PASSWORD)
 #   pgbouncer_stats  stats_users: SHOW POOLS/STATS on the admin console, for the exporter (PGBOUNCER_STATS_PASSWORD)
-# tests/integration/test_pgbouncer_stats.py runs this script with Debian's pgbouncer.
+# tests/integration/operations/test_pgbouncer_stats.py runs this script with Debian's pgbouncer.
 set -eu
 : "${POSTGRES_PASSWORD:?}" "${PGBOUNCER_STATS_PASSWORD:?}"
 auth_file=${PGBOUNCER_AUTH_FILE:-/tmp/userlist.txt}

@@ -119,7 +119,8 @@ def test_replicas_reach_postgres_through_pgbouncer_in_transaction_mode() -> None
         database = str(url.database)
         assert database in config["databases"], name  # a database the bouncer serves
         assert "host=postgres " in config["databases"][database] + " "
-        # Without it the replicas' prepared statements break behind the bouncer (tests/integration/test_pooler.py).
+        # Without it the replicas' prepared statements break behind the bouncer
+        # (tests/integration/operations/test_pooler.py).
         assert env["DATABASE_POOLER"] == "transaction", name
         assert "pgbouncer" in replica["depends_on"], name
     # Migrations go straight to Postgres.
@@ -272,6 +273,8 @@ def test_pgbouncer_pools_are_scraped_as_the_stats_user() -> None:
     assert scrape_targets()["pgbouncer"] == {"pgbouncer-exporter:9127"}
     used = {m for q in dashboard_queries() for m in q.metrics if m.startswith("pgbouncer_")}
     assert "pgbouncer_pools_client_waiting_connections" in used
-    assert used <= PGBOUNCER_POOL_METRICS.keys()  # read from SHOW POOLS (tests/integration/test_pgbouncer_stats.py)
+    assert (
+        used <= PGBOUNCER_POOL_METRICS.keys()
+    )  # read from SHOW POOLS (tests/integration/operations/test_pgbouncer_stats.py)
     alerted = {m for q in alert_queries() for m in q.metrics if m.startswith("pgbouncer_")}
     assert alerted <= {*PGBOUNCER_POOL_METRICS, "pgbouncer_up"}  # pgbouncer_up: the exporter's scrape of it

@@ -1,4 +1,4 @@
-"""Demo data: deterministic, realistic, valid import files (tests/integration/test_demo_data.py explains
+"""Demo data: deterministic, realistic, valid import files (tests/integration/data/test_demo_data.py explains
 every account in it)."""
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.data.database import create_engine, migrate
 from app.data.tenants import create_tenant, issue_api_key, set_limits
-from tests.conftest import _admin_url
 from tests.factories import account, customer, document, import_document
+from tests.postgres import admin_url
 from tests.servers import free_port, start_service, stop_service, wait_until_healthy
 
 # Per process: 2 (main pool) + 1 (overflow) + 2 (answer path) + 1 (admission ledger) = 6.
@@ -29,11 +29,11 @@ QUESTION = "Why is my bill higher than last month?"
 @pytest.fixture
 async def scratch() -> AsyncIterator[tuple[str, str]]:
     """A migrated database with one bank, no connection of the test's left on it; (url, key)."""
-    admin = create_async_engine(_admin_url(), isolation_level="AUTOCOMMIT")
+    admin = create_async_engine(admin_url(), isolation_level="AUTOCOMMIT")
     name = f"bill_budget_{uuid.uuid4().hex[:10]}"
     async with admin.connect() as conn:
         await conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(_admin_url()).set(database=name).render_as_string(hide_password=False)
+    url = make_url(admin_url()).set(database=name).render_as_string(hide_password=False)
     await asyncio.to_thread(migrate, url)
     engine = create_engine(url)
     async with engine.begin() as conn:
@@ -67,7 +67,7 @@ async def test_a_server_holds_no_more_connections_than_its_budget(scratch: tuple
         "LOG_LEVEL": "WARNING",
     }
     proc = start_service(port, "--workers", "2", **env, **BUDGET, BATCH_POLL_S="0.05", METRICS_TOKEN="")
-    counter = create_async_engine(_admin_url(), isolation_level="AUTOCOMMIT", pool_size=1)
+    counter = create_async_engine(admin_url(), isolation_level="AUTOCOMMIT", pool_size=1)
     count = text("SELECT count(*) FROM pg_stat_activity WHERE datname = :db")
     seen: list[int] = []
     done = asyncio.Event()

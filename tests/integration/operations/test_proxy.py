@@ -60,7 +60,7 @@ def edge(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     ports = [free_port(), free_port()]
     env = replica_environment(
         DATABASE_URL=database_url,
-        DATABASE_POOLER="none",  # no PgBouncer here (tests/integration/test_pooler.py runs one)
+        DATABASE_POOLER="none",  # no PgBouncer here (tests/integration/operations/test_pooler.py runs one)
         ENGINE="off",
         SESSION_SECRET="proxy-test-secret",
         METRICS_TOKEN=TOKEN,

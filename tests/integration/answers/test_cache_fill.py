@@ -24,9 +24,9 @@ from app.locales import CANONICAL_QUESTIONS
 from app.settings import Settings
 from bench.fakes.plans import GOOD
 from bench.fakes.sglang_server import RunningFake, Script
-from tests.conftest import _admin_url
 from tests.factories import account, customer, document, import_document, statement
 from tests.metrics import sample
+from tests.postgres import admin_url
 from tests.servers import free_port, start_service, stop_service, wait_until_healthy
 from tests.waiting import until
 
@@ -49,7 +49,7 @@ async def test_one_replica_holds_the_fill_lease_and_another_takes_over_when_it_r
 
 
 async def _admin(statement_sql: str) -> None:
-    admin = create_async_engine(_admin_url(), isolation_level="AUTOCOMMIT")
+    admin = create_async_engine(admin_url(), isolation_level="AUTOCOMMIT")
     async with admin.connect() as conn:
         await conn.execute(text(statement_sql))
     await admin.dispose()
@@ -60,7 +60,7 @@ def scratch_url() -> Iterator[str]:
     """A database of its own: the fill looks at every tenant's recent statements."""
     name = f"bill_fill_{uuid.uuid4().hex[:10]}"
     asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
-    url = make_url(_admin_url()).set(database=name).render_as_string(hide_password=False)
+    url = make_url(admin_url()).set(database=name).render_as_string(hide_password=False)
     migrate(url)
     yield url
     asyncio.run(_admin(f'DROP DATABASE "{name}" WITH (FORCE)'))

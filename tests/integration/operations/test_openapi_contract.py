@@ -48,7 +48,7 @@ OPERATIONS = {
     "GET /v1/chat/words",
 }
 # A conversation's live feed stays open for as long as its page: no case of it would ever end.
-# tests/integration/test_conversations.py reads it (its 404 for another customer, its messages).
+# tests/integration/conversations/test_conversations.py reads it (its 404 for another customer, its messages).
 LIVE_FEED = "/v1/chat/conversations/{conversation_id}/events"
 # schemathesis's default; the run takes about 14 s on two cores.
 MAX_EXAMPLES = 100

@@ -28,10 +28,10 @@ from app.data.tenants import create_tenant, issue_api_key, set_limits
 from app.domain.priority import TenantLimits
 from app.errors import DatabaseUnavailable
 from app.settings import Settings
-from tests.conftest import _admin_url
 from tests.console import PASSWORD, sign_in
 from tests.db_proxy import DatabaseProxy
 from tests.factories import account, customer, document, import_document
+from tests.postgres import admin_url
 from tests.servers import free_port, start_service, wait_until_healthy
 
 QUESTION = "Why is my bill higher than last month?"
@@ -41,7 +41,7 @@ Client = AsyncTestClient[Any]
 
 
 async def _admin(statement: str) -> None:
-    engine = create_async_engine(_admin_url(), isolation_level="AUTOCOMMIT")
+    engine = create_async_engine(admin_url(), isolation_level="AUTOCOMMIT")
     async with engine.connect() as conn:
         await conn.execute(text(statement))
     await engine.dispose()
@@ -80,7 +80,7 @@ def outage_url() -> Iterator[tuple[str, str]]:
 
     name = f"bill_outage_{uuid.uuid4().hex[:10]}"
     asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
-    url = make_url(_admin_url()).set(database=name).render_as_string(hide_password=False)
+    url = make_url(admin_url()).set(database=name).render_as_string(hide_password=False)
     migrate(url)
     yield name, url
     asyncio.run(_admin(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'))
