@@ -47,7 +47,7 @@ from app.data.database import create_engine, resolve_database_url
 from app.replay.run import Sample, replay
 from app.replay.stats import percentile
 from app.replay.traffic import Arrival, dumps, export, generate, loads, population
-from app.settings import get_settings
+from app.settings import Settings
 from bench.common import _admin, free_port, ready_process
 
 _COUNTER = itertools.count()
@@ -111,7 +111,7 @@ def fake_engine(delay_s: float) -> Iterator[str]:
 def empty_database() -> Iterator[str]:
     """A new, empty database on DATABASE_URL's server (each build migrates it with its own
     migrations); dropped afterwards."""
-    admin = resolve_database_url(get_settings())
+    admin = resolve_database_url(Settings.from_env())
     name = f"bill_cache_replay_{os.getpid()}_{next(_COUNTER)}"
     asyncio.run(_admin(admin, f'CREATE DATABASE "{name}"'))
     try:

@@ -22,7 +22,7 @@ from app.data.database import create_engine, migrate, resolve_database_url
 from app.data.import_format import parse
 from app.data.importer import import_file
 from app.data.tenants import create_tenant, issue_api_key, set_limits
-from app.settings import get_settings
+from app.settings import Settings
 
 
 async def _admin(url: str, statement: str) -> None:
@@ -50,7 +50,7 @@ async def _seed(url: str) -> tuple[str, list[str]]:
 def scratch_database() -> Iterator[str]:
     """A migrated scratch database on DATABASE_URL's server (or the embedded one); yields its URL,
     dropped afterwards."""
-    admin = resolve_database_url(get_settings())
+    admin = resolve_database_url(Settings.from_env())
     name = f"bill_bench_{os.getpid()}"
     asyncio.run(_admin(admin, f'CREATE DATABASE "{name}"'))
     url = make_url(admin).set(database=name).render_as_string(hide_password=False)

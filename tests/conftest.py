@@ -25,7 +25,7 @@ from app.data.knowledge import import_library
 from app.data.tenants import create_tenant, issue_api_key, set_limits
 from app.domain.knowledge import ArticleIn
 from app.inference.embedded import EmbeddedEngine, default_model_path
-from app.settings import Settings, get_settings
+from app.settings import Settings
 from bench.fakes.sglang_server import RunningFake
 from tests.console import PASSWORD
 from tests.db_proxy import DatabaseProxy, in_front_of
@@ -139,12 +139,10 @@ async def client(database_url: str) -> AsyncIterator[AsyncTestClient[Any]]:
 
 
 @pytest.fixture
-def cli(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+def cli(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
     monkeypatch.setenv("DATABASE_URL", database_url)
-    get_settings.cache_clear()
     runner = CliRunner()
-    yield lambda *args: runner.invoke(main, list(args), catch_exceptions=False)
-    get_settings.cache_clear()
+    return lambda *args: runner.invoke(main, list(args), catch_exceptions=False)
 
 
 @pytest.fixture(scope="session")

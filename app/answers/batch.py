@@ -38,16 +38,16 @@ class BatchWorker:
         while True:
             try:
                 if await self.run_once() == 0:
-                    await asyncio.sleep(self.settings.batch_poll_s)
+                    await asyncio.sleep(self.settings.batch.poll_s)
             except asyncio.CancelledError:
                 raise
             except Exception:  # a bad pass must not stop the worker; log it and go on
                 log.exception("batch pass failed")
-                await asyncio.sleep(self.settings.batch_poll_s)
+                await asyncio.sleep(self.settings.batch.poll_s)
 
     async def run_once(self) -> int:
         async with autocommit(self.db) as conn:
-            items = await claim_items(conn, self.concurrency, self.settings.batch_lease_s)
+            items = await claim_items(conn, self.concurrency, self.settings.batch.lease_s)
         await asyncio.gather(*(self._answer(item) for item in items))
         return len(items)
 
@@ -70,7 +70,7 @@ class BatchWorker:
         except Shed:  # the engine is busy with people: the item waits for another pass
             async with autocommit(self.db) as conn:
                 await release_item(conn, item)
-            await asyncio.sleep(self.settings.batch_poll_s)
+            await asyncio.sleep(self.settings.batch.poll_s)
             return
         async with autocommit(self.db) as conn:
             await finish_item(conn, item, result, error)

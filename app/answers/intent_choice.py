@@ -63,7 +63,7 @@ async def choose_intent(
     """The intent the model chooses, or None (it failed, or took too long)."""
     request = GenerationRequest(
         request_id=f"{request_id}-intent",
-        prompt=render_intent_prompt(question, settings.chat_template),
+        prompt=render_intent_prompt(question, settings.engine.chat_template),
         max_tokens=16,
         json_schema=SCHEMA,
         grammar=GRAMMAR,

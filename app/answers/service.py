@@ -73,9 +73,9 @@ class AnswerService:
         cls, db: AsyncEngine, settings: Settings, hooks: Hooks | None = None, ledger: Ledger | None = None
     ) -> AnswerService:
         """The configured engine (a model load) and a scheduler of its capacity (shared via `ledger`)."""
-        scheduler = Scheduler(capacity=settings.engine_capacity, hooks=hooks or Hooks(), ledger=ledger)
+        scheduler = Scheduler(capacity=settings.admission.capacity, hooks=hooks or Hooks(), ledger=ledger)
         url = db.url.render_as_string(hide_password=False)
-        pool = DriverPool(url, size=settings.db_pool_size, options=driver_options(settings))
+        pool = DriverPool(url, size=settings.database.pool_size, options=driver_options(settings))
         return cls(db=db, pool=pool, llm=build_engine(settings), scheduler=scheduler, settings=settings)
 
     async def tenant(self, tenant_id: int) -> Principal | None:
@@ -140,8 +140,8 @@ class AnswerService:
         """Admission (rate, priority, fairness, deadline) for as long as the answer takes; the level."""
         principal, stopwatch = ask.principal, ask.stopwatch
         level = effective_level(principal.priority_class, ask.channel)
-        deadline_s = QUEUE_DEADLINE_S[ask.channel] * self.settings.queue_deadline_scale
-        fill = fill_budget(self.settings.cache_fill_slots, self.settings.cache_fill_rate_per_s)
+        deadline_s = QUEUE_DEADLINE_S[ask.channel] * self.settings.admission.queue_deadline_scale
+        fill = fill_budget(self.settings.cache.fill_slots, self.settings.cache.fill_rate_per_s)
         tenant, limits = fill if ask.origin == "fill" else (principal.tenant_slug, principal.limits)
         async with self.scheduler.admit(tenant, limits, level, deadline_s) as ticket:
             wait_ms = ticket.wait_s * 1000
@@ -168,7 +168,7 @@ class AnswerService:
         priority (behind every person), so that the next question of that intent is a cache hit.
         At most one such answer per key at a time; shed or failed, it is simply not cached."""
         key = cache.key(turn, self.llm)
-        if key is None or key in self._filling or not self.settings.answer_cache_fill:
+        if key is None or key in self._filling or not self.settings.cache.fill_after_miss:
             return
         request = ExplanationRequest(
             account_ref=turn.facts.account_ref,
@@ -212,11 +212,11 @@ class AnswerService:
                 quotes=turn.quotes,
                 locale=turn.locale,
                 policy=ask.principal.policy,
-                chat_template=self.settings.chat_template,
+                chat_template=self.settings.engine.chat_template,
                 request_id=ask.audit_id.hex,
                 priority=turn.level,
-                max_tokens=self.settings.engine_max_tokens,
-                layout=self.settings.prompt_layout,
+                max_tokens=self.settings.engine.max_tokens,
+                layout=self.settings.engine.prompt_layout,
                 chat=ask.channel == "widget",
             )
         return generate(
@@ -224,7 +224,7 @@ class AnswerService:
             job.request,
             check=job.check,
             realizer=job.realizer,
-            timeout_s=self.settings.engine_timeout_s,
+            timeout_s=self.settings.engine.timeout_s,
             stopwatch=ask.stopwatch,
             drain=self.scheduler.drain,
             tenant=ask.principal.tenant_slug,

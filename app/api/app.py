@@ -117,7 +117,9 @@ def _structlog(settings: Settings) -> StructlogPlugin:
             structlog_logging_config=StructLoggingConfig(
                 processors=processors,
                 standard_lib_logging_config=_stdlib_logging(),
-                wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelNamesMapping()[settings.log_level]),
+                wrapper_class=structlog.make_filtering_bound_logger(
+                    logging.getLevelNamesMapping()[settings.logs.level]
+                ),
                 log_exceptions="never",  # our error handler logs them once, with the route
                 # A few microseconds a call, and structlog.testing.capture_logs sees every logger.
                 cache_logger_on_first_use=False,
@@ -140,12 +142,12 @@ async def _answers_lifespan(app: Litestar) -> AsyncIterator[None]:
     structlog.get_logger("bill_assistant").info(
         f"database connections: at most {budget.total} per process",
         **asdict(budget),
-        pooler=settings.database_pooler,
+        pooler=settings.database.pooler,
     )
     ledger = None
-    if settings.admission == "shared":
+    if settings.admission.scope == "shared":
         url = db.get_engine().url.render_as_string(hide_password=False)
-        ledger = PostgresLedger(url, pool_size=settings.admission_pool_size, options=driver_options(settings))
+        ledger = PostgresLedger(url, pool_size=settings.database.admission_pool_size, options=driver_options(settings))
         await ledger.open()
     answers = AnswerService.build(db.get_engine(), settings, scheduler_hooks(), ledger)
     app.state.answers = answers
@@ -158,7 +160,7 @@ async def _answers_lifespan(app: Litestar) -> AsyncIterator[None]:
 async def _stop_answers(answers: AnswerService, ledger: PostgresLedger | None, settings: Settings) -> None:
     log = structlog.get_logger("bill_assistant")
     try:
-        await answers.scheduler.shutdown(settings.drain_timeout_s)
+        await answers.scheduler.shutdown(settings.admission.drain_timeout_s)
     except TimeoutError:
         log.warning("shutdown: in-flight requests did not finish in time")
     if answers.llm is not None:
@@ -176,10 +178,10 @@ async def _start_batch_worker(app: Litestar) -> None:
     """After every lifespan manager has started (the database pool among them): the batch worker,
     and the scheduled fill of the answer cache when set and there is an engine."""
     settings: Settings = app.state.settings
-    if settings.batch_worker:
+    if settings.batch.worker:
         app.state.batch_worker = asyncio.create_task(BatchWorker(app.state.answers).run_forever())
-    if settings.cache_fill_interval_s and app.state.answers.llm is not None:
-        filler = CacheFiller(app.state.answers, interval_s=settings.cache_fill_interval_s)
+    if settings.cache.fill_interval_s and app.state.answers.llm is not None:
+        filler = CacheFiller(app.state.answers, interval_s=settings.cache.fill_interval_s)
         app.state.cache_filler = asyncio.create_task(filler.run_forever())
 
 
@@ -204,13 +206,15 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
         create_all=False,  # the schema is Alembic's job
     )
     watch_connections(db.get_engine())  # connections checked at checkout
-    key_cache = KeyCache(settings.api_key_cache_ttl)
+    key_cache = KeyCache(settings.security.api_key_cache_ttl)
     limiter = Limiter(
-        max_in_flight=settings.max_in_flight, max_lag_s=settings.max_loop_lag_ms / 1000, monitor=LagMonitor()
+        max_in_flight=settings.admission.max_in_flight,
+        max_lag_s=settings.admission.max_loop_lag_ms / 1000,
+        monitor=LagMonitor(),
     )
     # Browsers on the banks' own sites call the chat API with a bearer token, never a cookie.
     cors = CORSConfig(
-        allow_origins=list(settings.widget_origins),
+        allow_origins=list(settings.security.widget_origins),
         allow_methods=["GET", "POST"],
         allow_headers=["Authorization", "Content-Type"],
         expose_headers=["Retry-After", "Server-Timing"],
@@ -219,7 +223,7 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
         route_handlers=[
             home,
             favicon,
-            *([demo_page] if settings.demo_page else []),
+            *([demo_page] if settings.demo.page else []),
             health,
             ready,
             ExplanationController,
@@ -246,7 +250,7 @@ def create_app(settings: Settings, database_url: str) -> Litestar:
         # The overload guard inside the request log, so a refused request is logged (status 503).
         middleware=[RequestLogMiddleware(), OverloadMiddleware(limiter)],
         request_max_body_size=MAX_BODY_BYTES,  # larger bodies: 413
-        cors_config=cors if settings.widget_origins else None,
+        cors_config=cors if settings.security.widget_origins else None,
         on_startup=[load_templates, load_segmenter, _start_batch_worker, _freeze_startup_objects],
         on_shutdown=[_shutdown],
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]

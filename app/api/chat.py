@@ -60,7 +60,7 @@ class ChatController(Controller):
         answers = answer_service(request)
         principal = customer.principal
         classify(request.scope, principal.priority_class, "widget")
-        if answers.settings.log_questions:
+        if answers.settings.logs.questions:
             request_state(request.scope)["log_extra"] = {"question": data.question}
         service, tenant = conversation_service(request), principal.tenant_id
         conversation, thread = None, NEW_THREAD

@@ -49,7 +49,7 @@ async def provide_customer(request: Request) -> Customer:  # type: ignore[type-a
     settings: Settings = request.app.state.settings
     with stopwatch(request.scope).stage("auth"):
         try:
-            claims = read_token(settings.session_secret, token.strip())
+            claims = read_token(settings.security.session_secret, token.strip())
         except (InvalidToken, ValueError, msgspec.DecodeError) as exc:
             message = str(exc) if isinstance(exc, InvalidToken) else "the session token is not valid"
             raise NotAuthorizedException(message, headers=_CHALLENGE) from exc
@@ -74,11 +74,11 @@ async def start_session(db: AsyncEngine, settings: Settings, principal: Principa
         locale = await customer_locale(conn, principal.tenant_id, customer_ref)
     if locale is None:
         raise NotFound(f"customer {customer_ref!r} not found")
-    expires = int(time.time() + settings.session_ttl_s)
+    expires = int(time.time() + settings.security.session_ttl_s)
     claims = CustomerClaims(
         tenant_id=principal.tenant_id, key_id=principal.key_id, customer_ref=customer_ref, expires=expires
     )
-    token = issue_token(settings.session_secret, claims)
+    token = issue_token(settings.security.session_secret, claims)
     return SessionOut(
         token=token,
         expires_at=datetime.fromtimestamp(expires, UTC),

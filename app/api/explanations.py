@@ -44,7 +44,7 @@ class ExplanationController(Controller):
         ask = Ask(principal=principal, request=data, channel=data.channel, today=date.today(), stopwatch=watch)
         answer = await until_disconnect(request, answers.explain(ask))
         extra: dict[str, str] = {"intent": answer.intent, "source": answer.source}
-        if answers.settings.log_questions:
+        if answers.settings.logs.questions:
             extra["question"] = data.question
         request_state(request.scope)["log_extra"] = extra
         return answer

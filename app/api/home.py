@@ -16,7 +16,7 @@ FAVICON = (PROJECT_ROOT / "app" / "web" / "static" / "favicon.svg").read_bytes()
 @get("/", include_in_schema=False, sync_to_thread=False)
 def home(settings: NamedDependency[Settings]) -> Template:
     """Links only: the demo (when on), the console, the API reference; under the console pages' CSP."""
-    return Template("home.html", context={"demo": settings.demo_page}, headers=SECURITY_HEADERS)
+    return Template("home.html", context={"demo": settings.demo.page}, headers=SECURITY_HEADERS)
 
 
 @get("/favicon.ico", include_in_schema=False, sync_to_thread=False)

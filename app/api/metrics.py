@@ -22,10 +22,10 @@ _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="bill-assistant-metrics"'}
 
 def require_metrics_token(connection: ASGIConnection, _handler: BaseRouteHandler) -> None:  # type: ignore[type-arg]
     settings: Settings = connection.app.state.settings
-    if settings.metrics_token is None:
+    if settings.security.metrics_token is None:
         return
     scheme, _, token = connection.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not token_matches(token.strip(), settings.metrics_token):
+    if scheme.lower() != "bearer" or not token_matches(token.strip(), settings.security.metrics_token):
         raise NotAuthorizedException(
             "the metrics token is required: Authorization: Bearer <METRICS_TOKEN>", headers=_CHALLENGE
         )

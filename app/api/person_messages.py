@@ -28,9 +28,9 @@ def _event(name: str, payload: object) -> ServerSentEventMessage:
 def caps(answers: AnswerService) -> MessageCaps:
     settings = answers.settings
     return MessageCaps(
-        per_minute=settings.conversation_messages_per_minute,
-        unanswered=settings.conversation_unanswered_max,
-        unanswered_chars=settings.conversation_unanswered_chars,
+        per_minute=settings.conversations.messages_per_minute,
+        unanswered=settings.conversations.unanswered_max,
+        unanswered_chars=settings.conversations.unanswered_chars,
     )
 
 

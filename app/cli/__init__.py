@@ -4,7 +4,7 @@ eval, ab, knowledge.
 Each command group lives in its own module; this one makes the `main` group and registers them by
 name, imported when run: `import` need not load the web framework, the templates or the eval harness
 (about 0.6 s of a nightly load's start). The settings are loaded and checked once, here, before any
-command runs (app/settings.py).
+command runs (app/settings/).
 """
 
 from __future__ import annotations

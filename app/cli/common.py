@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data.database import create_engine, resolve_database_url
 from app.data.tenants import tenant_id
-from app.settings import Settings, SettingsError, get_settings
+from app.settings import Settings, SettingsError
 
 T = TypeVar("T")
 
@@ -19,7 +19,7 @@ T = TypeVar("T")
 def load_settings() -> Settings:
     """The service's settings; a variable it cannot run with ends the command with its one-line message."""
     try:
-        return get_settings()
+        return Settings.from_env()
     except SettingsError as exc:
         raise click.ClickException(str(exc)) from None
 

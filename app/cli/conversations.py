@@ -20,6 +20,6 @@ def purge_cmd(days: int | None) -> None:
     """Delete the conversations with no message for longer than the retention (their messages too)."""
     from app.conversations.service import purge
 
-    age = timedelta(days=load_settings().conversation_retention_days if days is None else days)
+    age = timedelta(days=load_settings().conversations.retention_days if days is None else days)
     deleted = in_transaction(lambda conn: purge(conn, age))
     click.echo(f"deleted {deleted} conversations with no message for {age.days} days")

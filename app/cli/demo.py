@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+import os
 import secrets
 
 import click
@@ -90,5 +90,5 @@ def demo_cmd(host: str, port: int) -> None:
     )
     # The demo page is for the demo only; plain HTTP here, so console cookies cannot require HTTPS
     # (unless COOKIE_SECURE is set explicitly: the environment wins over these defaults).
-    settings = dataclasses.replace(Settings.from_env(defaults={"COOKIE_SECURE": "0"}), demo_page=True)
+    settings = Settings.from_env({**os.environ, "DEMO_PAGE": "1"}, defaults={"COOKIE_SECURE": "0"})
     serve(url, host, port, settings)

@@ -75,16 +75,16 @@ def eval_cmd(
 
     async def evaluate(profile: Profile) -> Summary:
         engine = open_engine(
-            profile, parallel=concurrency, threads=settings.engine_threads, timeout_s=settings.engine_timeout_s
+            profile, parallel=concurrency, threads=settings.engine.threads, timeout_s=settings.engine.timeout_s
         )
         try:
             results = await run_profile(
                 engine,
                 cases,
                 known=known,
-                chat_template=settings.chat_template,
-                max_tokens=settings.engine_max_tokens,
-                timeout_s=settings.engine_timeout_s,
+                chat_template=settings.engine.chat_template,
+                max_tokens=settings.engine.max_tokens,
+                timeout_s=settings.engine.timeout_s,
                 concurrency=concurrency,
             )
             turns = [
@@ -94,9 +94,9 @@ def eval_cmd(
                     engine,
                     dialogue,
                     policy=demo_policy(),
-                    chat_template=settings.chat_template,
-                    max_tokens=settings.engine_max_tokens,
-                    timeout_s=settings.engine_timeout_s,
+                    chat_template=settings.engine.chat_template,
+                    max_tokens=settings.engine.max_tokens,
+                    timeout_s=settings.engine.timeout_s,
                 )
             ]
         finally:

@@ -27,7 +27,7 @@ def precompute_cmd(days: int, tenant: str | None, today: Any) -> None:
     from app.answers.service import AnswerService
 
     settings = load_settings()
-    if settings.engine == "off":
+    if settings.engine.kind == "off":
         raise click.ClickException("precomputing needs an engine: ENGINE is off")
     as_of = today.date() if today else date.today()
 

@@ -32,7 +32,7 @@ WORKER_APP = "app.cli.serve:worker_app"
 
 def default_workers(settings: Settings) -> int:
     """Every core, unless the model runs in this process: one copy of it already uses every core."""
-    return 1 if settings.engine == "embedded" else os.cpu_count() or 1
+    return 1 if settings.engine.kind == "embedded" else os.cpu_count() or 1
 
 
 @click.command("serve")
@@ -53,7 +53,7 @@ def serve_cmd(host: str, port: int, workers: int | None) -> None:
 
 def refuse_unsafe_production(settings: Settings) -> None:
     """Production never serves its metrics to whoever asks: without a token, /metrics would be open."""
-    if settings.environment == "production" and settings.metrics_token is None:
+    if settings.security.environment == "production" and settings.security.metrics_token is None:
         raise click.ClickException(
             "BILL_ASSISTANT_ENV=production needs METRICS_TOKEN: without it /metrics is open to anyone"
         )
@@ -82,11 +82,11 @@ def serve(database_url: str, host: str, port: int, settings: Settings | None = N
         # The client is the first X-Forwarded-For hop from the right that is not a trusted proxy;
         # from any other peer the header is ignored (the request log and the sign-in throttle use it).
         "proxy_headers": True,
-        "forwarded_allow_ips": list(settings.forwarded_allow_ips),
+        "forwarded_allow_ips": list(settings.security.forwarded_allow_ips),
         "log_level": "warning",
         # Engine requests are cut short at the drain deadline and answered with the deterministic
         # text; after the grace they get to answer and be audited, whatever still runs is cancelled.
-        "timeout_graceful_shutdown": math.ceil(settings.drain_timeout_s + CUT_OFF_GRACE_S),
+        "timeout_graceful_shutdown": math.ceil(settings.admission.drain_timeout_s + CUT_OFF_GRACE_S),
     }
     # uvicorn re-raises SIGTERM/SIGINT after its graceful shutdown, to the handler found at start:
     # make that a normal exit, so exit hooks (the embedded Postgres, the metrics directory) run.
@@ -101,7 +101,7 @@ def serve(database_url: str, host: str, port: int, settings: Settings | None = N
             sys.exit(3)  # as uvicorn.run: the app did not start (its lifespan failed)
         return
 
-    if settings.admission != "shared":
+    if settings.admission.scope != "shared":
         if "ADMISSION" in os.environ:
             raise click.UsageError("--workers above 1 needs ADMISSION=shared: each worker is a replica")
         os.environ["ADMISSION"] = "shared"
@@ -140,7 +140,7 @@ def drain_on_signal(app: Litestar) -> None:
     engine requests cut short at the deadline), then reaches uvicorn's own handler — whose graceful
     shutdown would otherwise wait for every open request before the app's lifespan could drain."""
     loop = asyncio.get_running_loop()
-    drain_s = app.state.settings.drain_timeout_s
+    drain_s = app.state.settings.admission.drain_timeout_s
 
     def begin_drain() -> None:
         answers = app.state.get("answers")

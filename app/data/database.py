@@ -68,9 +68,9 @@ def start_embedded_postgres(data_dir: Path) -> str:
 
 
 def resolve_database_url(settings: Settings) -> str:
-    if settings.database_url:
-        return asyncpg_url(settings.database_url)
-    return start_embedded_postgres(settings.data_dir)
+    if settings.database.url:
+        return asyncpg_url(settings.database.url)
+    return start_embedded_postgres(settings.database.data_dir)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +89,13 @@ class ConnectionBudget:
 
 def connection_budget(settings: Settings, *, shared_admission: bool | None = None) -> ConnectionBudget:
     """What one process of the service may hold; a server holds workers times this. `shared_admission`
-    overrides settings.admission (`serve --workers N` makes its workers shared)."""
-    shared = settings.admission == "shared" if shared_admission is None else shared_admission
+    overrides settings.admission.scope (`serve --workers N` makes its workers shared)."""
+    shared = settings.admission.scope == "shared" if shared_admission is None else shared_admission
     return ConnectionBudget(
-        main=settings.db_pool_size,
-        overflow=settings.db_max_overflow,
-        answers=settings.db_pool_size,
-        admission=settings.admission_pool_size if shared else 0,
+        main=settings.database.pool_size,
+        overflow=settings.database.max_overflow,
+        answers=settings.database.pool_size,
+        admission=settings.database.admission_pool_size if shared else 0,
     )
 
 
@@ -105,7 +105,7 @@ def driver_options(settings: Settings | None) -> dict[str, Any]:
     prepared statement named on this one does not exist (or another client's of the same name
     does): statement_cache_size=0 makes asyncpg use the unnamed statement only, parsed again in the
     same round trip that binds and runs it, so nothing outlives its transaction."""
-    if settings is not None and settings.database_pooler == "transaction":
+    if settings is not None and settings.database.pooler == "transaction":
         return {"statement_cache_size": 0}
     return {}
 
@@ -123,8 +123,8 @@ def engine_options(settings: Settings | None = None) -> dict[str, Any]:
         # next, which outside a transaction, as `autocommit` runs, may reach another server connection.)
         connect_args["prepared_statement_cache_size"] = 0
     return {
-        "pool_size": settings.db_pool_size if settings else 5,
-        "max_overflow": settings.db_max_overflow if settings else 5,
+        "pool_size": settings.database.pool_size if settings else 5,
+        "max_overflow": settings.database.max_overflow if settings else 5,
         "pool_timeout": POOL_TIMEOUT_S,
         # Not SQLAlchemy's pre-ping: on asyncpg it is three round trips (BEGIN, ping, ROLLBACK) per
         # checkout, the largest database cost of an answer. watch_connections checks instead.

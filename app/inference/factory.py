@@ -7,26 +7,26 @@ from app.settings import Settings
 
 
 def build_engine(settings: Settings) -> Engine | None:
-    if settings.engine == "off":
+    if settings.engine.kind == "off":
         return None
-    if settings.engine == "sglang":
+    if settings.engine.kind == "sglang":
         from app.inference.sglang import SGLangEngine
 
         return SGLangEngine(
-            settings.sglang_url,
-            api_key=settings.sglang_api_key,
-            model=settings.sglang_model,
-            profile=settings.sglang_profile,
-            incremental=settings.sglang_incremental,
-            timeout_s=settings.engine_timeout_s + 5,
+            settings.engine.sglang_url,
+            api_key=settings.engine.sglang_api_key,
+            model=settings.engine.sglang_model,
+            profile=settings.engine.sglang_profile,
+            incremental=settings.engine.sglang_incremental,
+            timeout_s=settings.engine.timeout_s + 5,
         )
     from app.inference.embedded import EmbeddedEngine, default_model_path  # the only kind left: embedded
 
     return EmbeddedEngine(
-        settings.model_path or default_model_path(),
-        parallel=settings.engine_parallel,
-        threads=settings.engine_threads,
-        prefix_cache=settings.engine_prefix_cache,
-        speculative=settings.engine_speculative,
-        log_level=settings.log_level,
+        settings.engine.model_path or default_model_path(),
+        parallel=settings.engine.parallel,
+        threads=settings.engine.threads,
+        prefix_cache=settings.engine.prefix_cache,
+        speculative=settings.engine.speculative,
+        log_level=settings.logs.level,
     )

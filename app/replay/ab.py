@@ -157,11 +157,11 @@ async def _settled(db: AsyncEngine, slugs: list[str], quiet_s: float = 2.0, time
 def _flush_engine(settings: Settings) -> str:
     """An SGLang server outlives the service: its radix cache is emptied; an embedded engine starts
     with the service, empty."""
-    if settings.engine != "sglang":
-        return "fresh process" if settings.engine == "embedded" else "no engine"
-    headers = {"Authorization": f"Bearer {settings.sglang_api_key}"} if settings.sglang_api_key else {}
+    if settings.engine.kind != "sglang":
+        return "fresh process" if settings.engine.kind == "embedded" else "no engine"
+    headers = {"Authorization": f"Bearer {settings.engine.sglang_api_key}"} if settings.engine.sglang_api_key else {}
     try:
-        reply = httpx.post(f"{settings.sglang_url.rstrip('/')}/flush_cache", headers=headers, timeout=30)
+        reply = httpx.post(f"{settings.engine.sglang_url.rstrip('/')}/flush_cache", headers=headers, timeout=30)
     except httpx.HTTPError as exc:
         return f"not flushed: {exc}"
     return "flushed" if reply.status_code == 200 else f"not flushed: HTTP {reply.status_code}"
@@ -202,11 +202,11 @@ async def run_profile(
         reasons = await _reasons(db, samples)
     finally:
         await db.dispose()
-    target = settings.sglang_url if settings.engine == "sglang" else settings.model_path
+    target = settings.engine.sglang_url if settings.engine.kind == "sglang" else settings.engine.model_path
     return ProfileRun(
         profile=profile,
-        engine=settings.engine,
-        target=target if settings.engine != "off" else None,
+        engine=settings.engine.kind,
+        target=target if settings.engine.kind != "off" else None,
         cache_rows_at_start=rows,
         engine_cache=engine_cache,
         samples=sorted(samples, key=lambda s: s.seq),

@@ -230,7 +230,7 @@ def test_replicas_believe_forwarded_for_from_the_proxy_alone() -> None:
     assert address not in ipaddress.ip_network(network["ip_range"])  # never handed to another container
     for name, replica in app_replicas().items():
         env = {k: str(v) for k, v in replica["environment"].items() if "${" not in str(v)}
-        assert Settings.from_env(env | {"SESSION_SECRET": "s"}).forwarded_allow_ips == (f"{address}/32",), name
+        assert Settings.from_env(env | {"SESSION_SECRET": "s"}).security.forwarded_allow_ips == (f"{address}/32",), name
     location = nginx_location("/")
     assert re.search(r"^\s*proxy_set_header X-Forwarded-For \$remote_addr;", location, re.M)
     assert re.search(r"^\s*proxy_set_header X-Real-IP \$remote_addr;", location, re.M)

@@ -10,71 +10,50 @@ import pytest
 
 from app.domain.vocabulary import CHAT_TEMPLATES
 from app.prompts import CHAT_STOPS, PROMPTS_DIR
-from app.settings import PROJECT_ROOT, Settings, SettingsError, get_settings
+from app.settings import PROJECT_ROOT, Settings, SettingsError, group_types
+from app.settings.groups import (
+    AdmissionSettings,
+    BatchSettings,
+    CacheSettings,
+    ConversationSettings,
+    DatabaseSettings,
+    DemoSettings,
+    EngineSettings,
+    LogSettings,
+    SecuritySettings,
+)
 
 FLAGS = "1, 0, true, false, yes, no, on, off"
 
 
 def test_defaults() -> None:
     settings = Settings.from_env({})
-    assert len(settings.session_secret) >= 32  # a random one per process
-    assert dataclasses.replace(settings, session_secret="") == Settings(
-        database_url=None,
-        data_dir=PROJECT_ROOT / ".data",
-        db_pool_size=4,
-        db_max_overflow=1,
-        admission_pool_size=2,
-        database_pooler="none",
-        log_questions=False,
-        log_level="INFO",
-        api_key_cache_ttl=30.0,
-        engine="embedded",
-        model_path=None,
-        engine_parallel=2,
-        engine_threads=os.cpu_count() or 2,
-        sglang_url="http://127.0.0.1:30000",
-        sglang_api_key=None,
-        sglang_model="sglang",
-        sglang_profile="",
-        sglang_incremental=False,
-        chat_template="chatml",
-        prompt_layout="static",
-        engine_prefix_cache=True,
-        engine_speculative="none",
-        engine_timeout_s=20.0,
-        engine_max_tokens=160,
-        engine_capacity=2,
-        admission="local",
-        drain_timeout_s=30.0,
-        max_in_flight=64,
-        max_loop_lag_ms=0.0,
-        queue_deadline_scale=1.0,
-        batch_worker=True,
-        answer_cache_fill=True,
-        cache_fill_interval_s=0.0,
-        cache_fill_slots=1,
-        cache_fill_rate_per_s=2.0,
-        batch_poll_s=0.5,
-        batch_lease_s=120.0,
-        conversation_retention_days=90,
-        conversation_messages_per_minute=10,
-        conversation_unanswered_max=20,
-        conversation_unanswered_chars=8000,
-        environment="development",
-        forwarded_allow_ips=("127.0.0.1/32", "::1/128"),
-        session_secret="",
-        session_ttl_s=900.0,
-        console_session_ttl_s=28800.0,
-        signin_max_failures=5,
-        signin_backoff_s=60.0,
-        signin_backoff_max_s=900.0,
-        signin_client_attempts=20,
-        signin_client_window_s=60.0,
-        cookie_secure=True,
-        demo_page=False,
-        widget_origins=(),
-        metrics_token=None,
+    assert len(settings.security.session_secret) >= 32  # a random one per process
+    assert settings.database == DatabaseSettings(
+        url=None, data_dir=PROJECT_ROOT / ".data", pool_size=4, max_overflow=1, admission_pool_size=2, pooler="none"
     )
+    assert settings.logs == LogSettings(questions=False, level="INFO")
+    assert settings.engine == EngineSettings(
+        kind="embedded", model_path=None, parallel=2, threads=os.cpu_count() or 2,
+        sglang_url="http://127.0.0.1:30000", sglang_api_key=None, sglang_model="sglang", sglang_profile="",
+        sglang_incremental=False, chat_template="chatml", prompt_layout="static", prefix_cache=True,
+        speculative="none", timeout_s=20.0, max_tokens=160,
+    )  # fmt: skip
+    assert settings.admission == AdmissionSettings(
+        capacity=2, scope="local", max_in_flight=64, max_loop_lag_ms=0.0, queue_deadline_scale=1.0, drain_timeout_s=30.0
+    )
+    assert settings.cache == CacheSettings(fill_after_miss=True, fill_interval_s=0.0, fill_slots=1, fill_rate_per_s=2.0)
+    assert settings.batch == BatchSettings(worker=True, poll_s=0.5, lease_s=120.0)
+    assert settings.conversations == ConversationSettings(
+        retention_days=90, messages_per_minute=10, unanswered_max=20, unanswered_chars=8000
+    )
+    assert dataclasses.replace(settings.security, session_secret="") == SecuritySettings(
+        environment="development", forwarded_allow_ips=("127.0.0.1/32", "::1/128"), api_key_cache_ttl=30.0,
+        session_secret="", session_ttl_s=900.0, console_session_ttl_s=28800.0, signin_max_failures=5,
+        signin_backoff_s=60.0, signin_backoff_max_s=900.0, signin_client_attempts=20, signin_client_window_s=60.0,
+        cookie_secure=True, widget_origins=(), metrics_token=None,
+    )  # fmt: skip
+    assert settings.demo == DemoSettings(page=False)
 
 
 def test_values_are_parsed() -> None:
@@ -84,16 +63,20 @@ def test_values_are_parsed() -> None:
          "COOKIE_SECURE": "Off", "DEMO_PAGE": "yes", "BATCH_WORKER": "",
          "BILL_ASSISTANT_DATA_DIR": "/tmp/bill", "WIDGET_ORIGINS": "https://a.example/, https://b.example"}
     )  # fmt: skip
-    assert (settings.engine, settings.log_level, settings.db_pool_size) == ("sglang", "DEBUG", 3)
-    assert (settings.api_key_cache_ttl, settings.engine_timeout_s) == (0.0, 2.5)
-    assert (settings.prompt_layout, settings.chat_template, settings.engine_speculative) == (
+    assert (settings.engine.kind, settings.logs.level, settings.database.pool_size) == ("sglang", "DEBUG", 3)
+    assert (settings.security.api_key_cache_ttl, settings.engine.timeout_s) == (0.0, 2.5)
+    assert (settings.engine.prompt_layout, settings.engine.chat_template, settings.engine.speculative) == (
         "dynamic",
         "gemma",
         "ngram",
     )
-    assert (settings.cookie_secure, settings.demo_page, settings.batch_worker) == (False, True, True)  # empty: default
-    assert settings.data_dir == Path("/tmp/bill")
-    assert settings.widget_origins == ("https://a.example", "https://b.example")
+    assert (settings.security.cookie_secure, settings.demo.page, settings.batch.worker) == (
+        False,
+        True,
+        True,
+    )  # empty: default
+    assert settings.database.data_dir == Path("/tmp/bill")
+    assert settings.security.widget_origins == ("https://a.example", "https://b.example")
 
 
 @pytest.mark.parametrize(
@@ -102,7 +85,7 @@ def test_values_are_parsed() -> None:
      ({"ENGINE": "off", "ENGINE_CAPACITY": "7"}, 7)],
 )  # fmt: skip
 def test_engine_capacity_defaults_to_what_the_engine_can_take(env: dict[str, str], capacity: int) -> None:
-    assert Settings.from_env(env).engine_capacity == capacity
+    assert Settings.from_env(env).admission.capacity == capacity
 
 
 @pytest.mark.parametrize(
@@ -110,7 +93,7 @@ def test_engine_capacity_defaults_to_what_the_engine_can_take(env: dict[str, str
     [({}, 64), ({"ENGINE": "sglang"}, 64), ({"ENGINE": "off"}, 12), ({"ENGINE": "off", "MAX_IN_FLIGHT": "3"}, 3)],
 )
 def test_max_in_flight_defaults_to_the_pool_without_an_engine(env: dict[str, str], in_flight: int) -> None:
-    assert Settings.from_env(env).max_in_flight == in_flight
+    assert Settings.from_env(env).admission.max_in_flight == in_flight
 
 
 @pytest.mark.parametrize(
@@ -169,11 +152,11 @@ def test_a_boolean_is_strict(name: str) -> None:
 def test_the_environment_wins_over_the_defaults() -> None:
     demo = {"DEMO_PAGE": "1", "COOKIE_SECURE": "0"}
     defaulted = Settings.from_env({}, defaults=demo)
-    assert (defaulted.demo_page, defaulted.cookie_secure) == (True, False)
+    assert (defaulted.demo.page, defaulted.security.cookie_secure) == (True, False)
     explicit = Settings.from_env({"COOKIE_SECURE": "1", "DEMO_PAGE": "off"}, defaults=demo)
-    assert (explicit.cookie_secure, explicit.demo_page) == (True, False)
+    assert (explicit.security.cookie_secure, explicit.demo.page) == (True, False)
     empty = Settings.from_env({"COOKIE_SECURE": ""}, defaults=demo)  # set, but empty: the variable's own default
-    assert empty.cookie_secure is True
+    assert empty.security.cookie_secure is True
     with pytest.raises(SettingsError) as raised:  # defaults are checked like the environment
         Settings.from_env({}, defaults={"ENGINE": "gpu"})
     assert str(raised.value) == "ENGINE must be one of embedded, sglang, off (got 'gpu')"
@@ -183,14 +166,10 @@ def test_the_process_environment_is_read_by_default(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("ENGINE", "off")
     monkeypatch.setenv("COOKIE_SECURE", "1")
     settings = Settings.from_env(defaults={"ENGINE": "sglang", "COOKIE_SECURE": "0"})
-    assert (settings.engine, settings.cookie_secure) == ("off", True)
+    assert (settings.engine.kind, settings.security.cookie_secure) == ("off", True)
     monkeypatch.setenv("DB_POOL_SIZE", "0")
-    get_settings.cache_clear()
-    try:
-        with pytest.raises(SettingsError) as raised:
-            get_settings()
-    finally:
-        get_settings.cache_clear()
+    with pytest.raises(SettingsError) as raised:
+        Settings.from_env()
     assert str(raised.value) == "DB_POOL_SIZE must be an integer >= 1 (got '0')"
 
 
@@ -206,16 +185,17 @@ def test_replicas_sharing_admission_must_share_the_session_secret() -> None:
     assert str(raised.value) == (
         "SESSION_SECRET must be set with ADMISSION=shared: every replica must sign customer tokens with one secret"
     )
-    assert Settings.from_env({"ADMISSION": "shared", "SESSION_SECRET": "s" * 32}).session_secret == "s" * 32
+    assert Settings.from_env({"ADMISSION": "shared", "SESSION_SECRET": "s" * 32}).security.session_secret == "s" * 32
     one, other = Settings.from_env({}), Settings.from_env({})
-    assert one.session_secret != other.session_secret  # one process alone: a random secret of its own
+    assert one.security.session_secret != other.security.session_secret  # one process alone: a random secret of its own
 
 
 def test_every_setting_names_its_variable_and_default_beside_its_field_and_the_readme_lists_it() -> None:
     readme = (PROJECT_ROOT / "README.md").read_text()
-    variables = [setting.metadata["env"] for setting in dataclasses.fields(Settings)]
-    assert len(set(variables)) == len(variables) == len(dataclasses.fields(Settings))
+    # Nesting moved fields, never variables: each variable still names exactly one field.
+    variables = [f.metadata["env"] for kind in group_types().values() for f in dataclasses.fields(kind)]
+    assert len(set(variables)) == len(variables) == 55
     assert [name for name in variables if f"`{name}`" not in readme] == []
     # Read in field order: a default computed from earlier values sees them (no engine: no engine cap).
-    assert Settings.from_env({"ENGINE": "off"}).engine_capacity == 100_000
-    assert Settings.from_env({"ENGINE": "embedded", "ENGINE_PARALLEL": "3"}).engine_capacity == 3
+    assert Settings.from_env({"ENGINE": "off"}).admission.capacity == 100_000
+    assert Settings.from_env({"ENGINE": "embedded", "ENGINE_PARALLEL": "3"}).admission.capacity == 3

@@ -57,11 +57,11 @@ WRONG_LOGIN = "Sign-in failed: the bank, username and password do not match an a
 
 def signin_limits(settings: Settings) -> SigninLimits:
     return SigninLimits(
-        max_failures=settings.signin_max_failures,
-        backoff_s=settings.signin_backoff_s,
-        backoff_max_s=settings.signin_backoff_max_s,
-        client_attempts=settings.signin_client_attempts,
-        client_window_s=settings.signin_client_window_s,
+        max_failures=settings.security.signin_max_failures,
+        backoff_s=settings.security.signin_backoff_s,
+        backoff_max_s=settings.security.signin_backoff_max_s,
+        client_attempts=settings.security.signin_client_attempts,
+        client_window_s=settings.security.signin_client_window_s,
     )
 
 
@@ -77,7 +77,7 @@ async def _conversation(
     principal = await answers.tenant(agent.identity.tenant_id)
     assert principal is not None  # a live session's agent belongs to an existing tenant
     classify(request.scope, principal.priority_class, "console")
-    if answers.settings.log_questions:
+    if answers.settings.logs.questions:
         request_state(request.scope)["log_extra"] = {"question": data.question}
     ask = Ask(
         principal=principal,
@@ -137,7 +137,7 @@ class ConsoleController(Controller):
             )
             if identity is None:
                 return sign_in_page(settings, status=401, error=WRONG_LOGIN, tenant=tenant, username=username)
-            token, _ = await start_session(conn, identity.agent_id, settings.console_session_ttl_s)
+            token, _ = await start_session(conn, identity.agent_id, settings.security.console_session_ttl_s)
         # A new token at every sign-in: a token planted before it is worth nothing after.
         cookies = [session_cookie(settings, token), login_csrf_cookie(settings, None)]
         return Redirect(PATH, status_code=303, cookies=cookies)

@@ -37,14 +37,14 @@ def _cookie(key: str, value: str | None, path: str, max_age: int, settings: Sett
         path=path,
         max_age=max_age if value else 0,
         httponly=True,
-        secure=settings.cookie_secure,
+        secure=settings.security.cookie_secure,
         samesite=samesite,
     )
 
 
 def session_cookie(settings: Settings, token: str | None) -> Cookie:
     # Lax, not Strict: a link to a console page from a ticket or an e-mail opens signed in.
-    return _cookie(SESSION_COOKIE, token, PATH, int(settings.console_session_ttl_s), settings, "lax")
+    return _cookie(SESSION_COOKIE, token, PATH, int(settings.security.console_session_ttl_s), settings, "lax")
 
 
 def login_csrf_cookie(settings: Settings, token: str | None) -> Cookie:

@@ -286,7 +286,6 @@ def test_precompute_fills_the_cache_for_recently_closed_statements(
     from app.cli import main
     from app.data.database import create_engine
     from app.data.tenants import create_tenant, issue_api_key
-    from app.settings import get_settings
 
     # A-1's customer reads English, A-2's Chinese: the same story, so the same plan.
     fake_sglang.fake.default = Script(text=GOOD)
@@ -303,13 +302,9 @@ def test_precompute_fills_the_cache_for_recently_closed_statements(
     asyncio.run(seed())
     for name, value in {"DATABASE_URL": database_url, "ENGINE": "sglang", "SGLANG_URL": fake_sglang.url}.items():
         monkeypatch.setenv(name, value)
-    get_settings.cache_clear()
-    try:
-        args = ["precompute", "--tenant", slug, "--today", "2026-11-10"]
-        first = CliRunner().invoke(main, args, catch_exceptions=False)
-        again = CliRunner().invoke(main, args, catch_exceptions=False)
-    finally:
-        get_settings.cache_clear()
+    args = ["precompute", "--tenant", slug, "--today", "2026-11-10"]
+    first = CliRunner().invoke(main, args, catch_exceptions=False)
+    again = CliRunner().invoke(main, args, catch_exceptions=False)
     # Each account's latest statement, each cacheable intent: 2 x 3 canonical questions. The bill-change
     # ones validate (the fake's plan fits them); what fell back is asked again, what was cached is not.
     counts = re.search(r"(\d+) canonical questions answered: (\d+) validated and cached, (\d+) fell back", first.output)

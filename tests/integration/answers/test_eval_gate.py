@@ -16,7 +16,7 @@ from app.answers.planning import plan_job
 from app.cli import main
 from app.eval import golden
 from app.eval.run import demo_policy
-from app.settings import get_settings
+from app.settings import Settings
 from bench.fakes.plans import plan, true_plan
 from bench.fakes.sglang_server import RunningFake, Script
 
@@ -33,7 +33,7 @@ KINDS = ["status_flip", "wrong_amount", "wrong_direction", "wrong_driver"]
 
 def scripted(flip: bool) -> Callable[[str], Script | None]:
     """Plans each golden case correctly, or with the flipped status."""
-    policy, template = demo_policy(), get_settings().chat_template
+    policy, template = demo_policy(), Settings.from_env().engine.chat_template
     answers = {}
     for case in golden.load():
         prompt = plan_job(
@@ -48,12 +48,10 @@ def scripted(flip: bool) -> Callable[[str], Script | None]:
 
 
 @pytest.fixture
-def cli(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Result]]:
+def cli(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Result]:
     monkeypatch.setenv("ENGINE_MAX_TOKENS", "1000")  # the fake counts words and spaces as tokens
-    get_settings.cache_clear()
     runner = CliRunner()
-    yield lambda *args: runner.invoke(main, ["eval", *args], catch_exceptions=False)
-    get_settings.cache_clear()
+    return lambda *args: runner.invoke(main, ["eval", *args], catch_exceptions=False)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import hashlib
 import json
 import re
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from datetime import date
 from typing import Any
@@ -33,7 +33,6 @@ from app.data.tenants import create_tenant, set_limits
 from app.demo import TENANTS
 from app.domain.facts import compute_facts
 from app.security import hash_password, verify_password
-from app.settings import get_settings
 from bench.fakes.plans import GOOD, GOOD_SHOWN
 from bench.fakes.sglang_server import RunningFake, Script
 from tests.console import PASSWORD, console_settings, csrf_of, sign_in, signed_in
@@ -443,12 +442,10 @@ async def test_shedding_is_a_clear_page_with_retry_after(console: Client, bank: 
 
 
 @pytest.fixture
-def cli(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+def cli(database_url: str, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
     monkeypatch.setenv("DATABASE_URL", database_url)
-    get_settings.cache_clear()
     runner = CliRunner()
-    yield lambda *args, input=None: runner.invoke(main, list(args), input=input, catch_exceptions=False)
-    get_settings.cache_clear()
+    return lambda *args, input=None: runner.invoke(main, list(args), input=input, catch_exceptions=False)
 
 
 def _authenticate(url: str, slug: str, username: str, password: str) -> Identity | None:

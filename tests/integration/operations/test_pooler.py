@@ -28,7 +28,7 @@ from sqlalchemy.engine import make_url
 
 from app.api.app import create_app
 from app.cli import main
-from app.settings import Settings, get_settings
+from app.settings import Settings
 from bench.fakes.plans import GOOD
 from bench.fakes.sglang_server import RunningFake, Script
 from tests.console import csrf_of, sign_in
@@ -211,19 +211,15 @@ def test_the_import_commands_through_a_transaction_pooler(
     """CSV (COPY into temporary tables dropped at commit) and JSON, in one transaction each."""
     monkeypatch.setenv("DATABASE_URL", pooler_url)
     monkeypatch.setenv("DATABASE_POOLER", "transaction")
-    get_settings.cache_clear()
     runner = CliRunner()
-    try:
-        slug = f"pooled-{uuid.uuid4().hex[:8]}"
-        assert runner.invoke(main, ["tenants", "create", slug, "--name", "Pooled"]).exit_code == 0
-        files = write_csv(document(slug), tmp_path)
-        args = ["import", "--tenant", slug, *(a for name, p in files.items() for a in (f"--{name}", str(p)))]
-        result = runner.invoke(main, args, catch_exceptions=False)
-        assert "transactions: 6 created, 0 updated, 0 unchanged" in result.stdout, result.output
-        doc = tmp_path / "bank.json"
-        doc.write_text(json.dumps(document(slug, [customer("C-3003", accounts=[account("C-1")])])))
-        result = runner.invoke(main, ["import", str(doc)], catch_exceptions=False)
-        assert result.exit_code == 0, result.output
-        assert "transactions: 6 created" in result.stdout, result.output
-    finally:
-        get_settings.cache_clear()
+    slug = f"pooled-{uuid.uuid4().hex[:8]}"
+    assert runner.invoke(main, ["tenants", "create", slug, "--name", "Pooled"]).exit_code == 0
+    files = write_csv(document(slug), tmp_path)
+    args = ["import", "--tenant", slug, *(a for name, p in files.items() for a in (f"--{name}", str(p)))]
+    result = runner.invoke(main, args, catch_exceptions=False)
+    assert "transactions: 6 created, 0 updated, 0 unchanged" in result.stdout, result.output
+    doc = tmp_path / "bank.json"
+    doc.write_text(json.dumps(document(slug, [customer("C-3003", accounts=[account("C-1")])])))
+    result = runner.invoke(main, ["import", str(doc)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "transactions: 6 created" in result.stdout, result.output
