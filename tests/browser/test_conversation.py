@@ -16,17 +16,16 @@ from playwright.async_api import Browser, Page, expect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
-from app.data.agents import create_agent
 from app.data.database import autocommit
 from app.data.history import load_history
 from app.domain.facts import compute_facts
 from app.prompts import phrases
 from app.settings import Settings
 from tests.browser.helpers import screenshot
-from tests.factories import OCT, SEPT, account, customer, document, tx
+from tests.console import sign_in_page
+from tests.factories import OCT, SEPT, account, customer, tx
 from tests.servers import ThreadedServer
 
-PASSWORD = "correct horse battery staple"
 HAN = re.compile(r"[\u4e00-\u9fff]")
 # October adds two purchases that both match "the cafe one" to the usual story.
 CAFES = [
@@ -36,26 +35,14 @@ CAFES = [
     tx("T-8", "2026-10-09", "purchase", "4.80", "Cafe Nero"),
     tx("T-6", "2026-10-15", "payment", "100.00", description="Payment - thank you"),
 ]
+CAFE_LOVER = customer("C-3003", accounts=[account("K-1", statements=[SEPT, OCT], transactions=CAFES)])
+pytestmark = pytest.mark.bank(customer(), CAFE_LOVER, agents=("ana",))
 
 
 @pytest.fixture
-async def bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Any:
-    tenant = await make_tenant("interactive")
-    cafes = customer("C-3003", accounts=[account("K-1", statements=[SEPT, OCT], transactions=CAFES)])
-    await load(document(tenant.slug, [customer(), cafes]))
-    async with engine.begin() as conn:
-        await create_agent(conn, tenant.id, "ana", "Ana Agent", PASSWORD)
-    return tenant
-
-
-@pytest.fixture
-async def other_bank(make_tenant: Any, load: Any, engine: AsyncEngine) -> Any:
+async def other_bank(make_bank: Any) -> Any:
     """Another bank, with its own agent (and its own C-1001)."""
-    tenant = await make_tenant("interactive")
-    await load(document(tenant.slug, [customer()]))
-    async with engine.begin() as conn:
-        await create_agent(conn, tenant.id, "ana", "Other Ana", PASSWORD)
-    return tenant
+    return await make_bank(agents=("ana",))
 
 
 @pytest.fixture
@@ -76,15 +63,6 @@ def server(database_url: str) -> Iterator[ThreadedServer]:
 async def open_demo(page: Page, server: ThreadedServer, bank: Any, customer_ref: str = "C-1001") -> None:
     await page.goto(f"{server.url}/demo?bank={bank.slug}&customer={customer_ref}")
     await expect(page.get_by_label("Card")).not_to_have_value("")
-
-
-async def sign_in(page: Page, server: ThreadedServer, bank: Any) -> None:
-    await page.goto(f"{server.url}/console")
-    await page.get_by_label("Bank (tenant)").fill(bank.slug)
-    await page.get_by_label("Username").fill("ana")
-    await page.get_by_label("Password").fill(PASSWORD)
-    await page.get_by_role("button", name="Sign in").click()
-    await expect(page.get_by_role("heading", name="Find a customer")).to_be_visible()
 
 
 async def answered(page: Page, n: int) -> None:
@@ -128,14 +106,14 @@ async def test_a_follow_up_then_a_person_replies_live(
     try:
         # Another bank's agent never sees it.
         stranger = await other.new_page()
-        await sign_in(stranger, server, other_bank)
+        await sign_in_page(stranger, server.url, other_bank.slug)
         await stranger.goto(f"{server.url}/console/queue")
         await expect(stranger.get_by_text("Nobody is waiting.")).to_be_visible()
         await expect(stranger.locator("#queue tr")).to_have_count(0)
 
         # The bank's agent takes it from the queue and replies.
         agent = await agents.new_page()
-        await sign_in(agent, server, bank)
+        await sign_in_page(agent, server.url, bank.slug)
         await agent.goto(f"{server.url}/console/queue")
         row = agent.get_by_role("row").filter(has_text="C-1001")
         await expect(row).to_contain_text("I want to speak to a person")

@@ -41,6 +41,7 @@ SHOWN = (
     GOOD_SHOWN + " This statement covers 1 October 2026 to 31 October 2026."
     " If anything is unclear, you can ask to speak to an agent here in the chat."
 )
+pytestmark = pytest.mark.bank(customer(), customer("C-2002", accounts=[account("B-1")]))
 
 
 def payment_plans(fake: FakeSGLang) -> Callable[[str], Script | None]:
@@ -55,13 +56,6 @@ def payment_plans(fake: FakeSGLang) -> Callable[[str], Script | None]:
         return dataclasses.replace(fake.default, text=plan({"claim": "payment_status", "status": status}, PERIOD))
 
     return pick
-
-
-@pytest.fixture
-async def bank(make_tenant: Any, load: Any) -> Any:
-    tenant = await make_tenant("interactive")
-    await load(document(tenant.slug, [customer(), customer("C-2002", accounts=[account("B-1")])]))
-    return tenant
 
 
 @pytest.fixture
