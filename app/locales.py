@@ -3,10 +3,11 @@ the folders register: adding a folder adds a locale, and nothing else in the ser
 
 A folder holds what its locale says: `locale.json` (its name, how its sentences join, how it writes
 amounts and dates), `words.json` (the chat widget's and the demo page's strings), the answers'
-templates (`claims.j2`, `fallback/`, `macros.j2`, `conversation.j2`) and its search words
-(`search.json`, `pii.json`). The files are read here, at the edge; the domain is handed plain data
-(`formatting.Style`). `LOCALES_DIR` (environment) or `use()` (tests: the generated pseudo-locale,
-tests/pseudo_locale.py) point the service at another folder of locales."""
+templates (`claims.j2`, `fallback/`, `macros.j2`, `conversation.j2`), its search words (`search.json`,
+`pii.json`) and the words a question is understood by (`lexicon.json`, its script among them). The
+files are read here, at the edge; the domain is handed plain data (`formatting.Style`, `Lexicon`).
+`LOCALES_DIR` (environment) or `use()` (tests: the generated pseudo-locale, tests/pseudo_locale.py)
+point the service at another folder of locales."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from typing import Any
 import msgspec
 from jinja2 import BaseLoader, Environment, FileSystemLoader
 
-from app.domain import formatting
+from app.domain import formatting, lexicon
 from app.domain.vocabulary import Intent
 from app.settings import PROJECT_ROOT
 
@@ -55,6 +56,7 @@ def use(folder: Path) -> None:
     _root = Path(folder)
     registry.cache_clear()
     words.cache_clear()
+    understood.cache_clear()
     for clear in _listeners:
         clear()
 
@@ -160,6 +162,16 @@ def words(locale: str) -> dict[str, Any]:
     data(locale)
     decoded: dict[str, Any] = msgspec.json.decode((_root / locale / "words.json").read_bytes())
     return decoded
+
+
+@functools.cache
+def understood() -> lexicon.Lexicon:
+    """What question understanding reads (app/domain/lexicon.py): every locale's `lexicon.json`."""
+    found = {name: msgspec.json.decode((_root / name / "lexicon.json").read_bytes()) for name in registry()}
+    return lexicon.build(found, {name: d.language for name, d in registry().items()})
+
+
+lexicon.provide(understood)
 
 
 def version_files() -> list[Path]:

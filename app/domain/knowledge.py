@@ -251,7 +251,7 @@ def read_with_library(reading: Reading, question: str, fitting: Sequence[Passage
     if not fitting or reading.handover or reading.choices or reading.intent == "bill_change":
         return reading
     named = reading.subjects and reading.intent != "fees_interest"
-    if reading.intent == "out_of_scope" or (lexicon.GENERAL.search(normalize(question)) and not named):
+    if reading.intent == "out_of_scope" or (lexicon.current().general.search(normalize(question)) and not named):
         return dataclasses.replace(reading, intent="policy", intents=("policy",), certain=True)
     if named or "policy" in reading.all_intents:
         return reading

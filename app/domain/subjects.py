@@ -23,21 +23,18 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import NamedTuple
 
-from app.domain.lexicon import AMOUNT_REFERENCES, CATEGORIES, KINDS
+from app.domain import lexicon
+from app.domain.lexicon import Lexicon
 
-# Words of a label that say nothing about which line it is.
-_GENERIC = frozenset(
-    {"the", "and", "for", "fee", "fees", "payment", "payments", "charge", "charges", "interest", "transaction"}
-    | {"purchase", "refund", "adjustment", "com", "www", "inc", "ltd", "llc", "plc", "gmbh", "store", "shop"}
-    | {"online", "bill", "card", "thank", "you", "account"}
-)
-_CJK_GENERIC = ("有限公司", "公司", "旗舰店", "外卖", "咖啡", "健身", "出行", "商城", "会员")
-_WORD = re.compile(r"[a-z0-9\u00c0-\u024f']+")
-_HAN = re.compile(r"[\u4e00-\u9fff]+")
-_CATEGORY_ASKED = {
-    name: re.compile("|".join(rf"(?<![a-z]){re.escape(w)}s?(?![a-z])" for w in asked))
-    for name, (asked, _) in CATEGORIES.items()
-}
+_WORD = re.compile(r"[a-z0-9\u00c0-\u024f']+")  # the words of the scripts written with spaces
+
+
+@lru_cache(maxsize=8)
+def _category_asked(words: Lexicon) -> dict[str, re.Pattern[str]]:
+    return {
+        name: re.compile("|".join(rf"(?<![a-z]){re.escape(w)}s?(?![a-z])" for w in asked))
+        for name, (asked, _) in words.categories.items()
+    }
 
 
 class Line(NamedTuple):
@@ -68,29 +65,33 @@ def words_of(text: str) -> list[str]:
     return [w.replace("'", "") for w in _WORD.findall(text)]
 
 
-@lru_cache(maxsize=4096)
 def _keys(label: str) -> _Keys:
+    return _keys_in(label, lexicon.current())
+
+
+@lru_cache(maxsize=4096)
+def _keys_in(label: str, lex: Lexicon) -> _Keys:
     low = label.lower()
     words = words_of(low)
     han: set[str] = set()
-    for run in _HAN.findall(low):
+    for run in lex.runs.findall(low):
         core = run
-        for generic in _CJK_GENERIC:
+        for generic in lex.generic:
             core = core.replace(generic, "")
         han.update(part for part in (run, core, run[:2]) if len(part) >= 2)
     padded = f" {' '.join(words)} "
     categories = frozenset(
         name
-        for name, (_, found) in CATEGORIES.items()
+        for name, (_, found) in lex.categories.items()
         if any(w in low for w in found)  # "mart" in "FreshMart" too
     )
-    distinctive = frozenset(_stem(w) for w in words if len(w) >= 3 and w not in _GENERIC and not w.isdigit())
+    distinctive = frozenset(_stem(w) for w in words if len(w) >= 3 and w not in lex.generic and not w.isdigit())
     return _Keys(padded if words else "", distinctive, tuple(han), categories)
 
 
 def amounts_asked(text: str) -> list[Decimal]:
     found: list[Decimal] = []
-    for pattern in AMOUNT_REFERENCES:
+    for pattern in lexicon.current().amount_references:
         for match in pattern.finditer(text):
             found.append(Decimal(match.group(1).replace(",", ".")))
     return found
@@ -114,7 +115,8 @@ def match(text: str, lines: Sequence[Line]) -> Matched:
     by_word: dict[str, set[str]] = {}
     by_category: dict[str, set[str]] = {}
     resolved: set[str] = set()
-    asked_categories = {name for name, pattern in _CATEGORY_ASKED.items() if pattern.search(text)}
+    lex = lexicon.current()
+    asked_categories = {name for name, pattern in _category_asked(lex).items() if pattern.search(text)}
     for line in candidates:
         keys = _keys(line.label)
         if keys.full in padded if keys.full else line.label.lower() in text:
@@ -150,7 +152,7 @@ def match(text: str, lines: Sequence[Line]) -> Matched:
     ambiguous = [a for a in ambiguous if not a & resolved]
     # "why am I paying interest", "all these fees": every line of that kind, unless one is named otherwise.
     taken = resolved.union(*ambiguous)
-    for kind, pattern in KINDS.items():
+    for kind, pattern in lex.kinds.items():
         of_kind = {line.label for line in candidates if line.kind == kind}
         if of_kind and not of_kind & taken and pattern.search(text):
             resolved |= of_kind

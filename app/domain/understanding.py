@@ -20,7 +20,6 @@ the intent, `certain` is False and the caller may ask the model to choose from t
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,9 +30,6 @@ from app.domain.vocabulary import NEEDS, Intent, Locale, Need
 
 __all__ = ["Context", "Line", "Reading", "asked", "language_of", "normalize", "understand"]
 
-_NEUTRAL = frozenset({"ok", "okay", "kk", "hmm", "hm", "mm"})  # said the same in either language
-_TOKEN = re.compile(r"[a-z0-9']+")
-_HAN = re.compile(r"[\u4e00-\u9fff]")
 _KIND_INTENT: dict[str, Intent] = {"fee": "fees_interest", "interest": "fees_interest"}
 
 
@@ -72,21 +68,28 @@ def normalize(question: str) -> str:
 
 
 def language_of(question: str) -> Locale | None:
-    """Chinese when its characters outweigh the English words (a Chinese word is about two
-    characters), English when there are English words; None for "ok", "A-1", "12.00", "?"."""
+    """The language whose letters weigh most (each locale's script in its lexicon.json: an English
+    word weighs as much as two Chinese characters, about a Chinese word); on a tie the script of the
+    lighter units wins. None when no letters say ("ok", "A-1", "12.00", "?")."""
     text = normalize(question)
-    han = len(_HAN.findall(text))
-    latin = sum(1 for w in _TOKEN.findall(text) if len(w) >= 2 and w.isalpha() and w not in _NEUTRAL)
-    if han and han >= 2 * latin:
-        return "zh-CN"
-    return "en" if latin else None
+    best: tuple[int, int, str] | None = None
+    for script in lexicon.current().scripts:
+        units = sum(
+            1
+            for unit in script.letters.findall(text)
+            if len(unit) >= script.min_length and unit.isalpha() and unit not in script.neutral
+        )
+        if units and (best is None or (units * script.weight, -script.weight) > best[:2]):
+            best = (units * script.weight, -script.weight, script.language)
+    return best[2] if best is not None else None
 
 
 def asked(text: str) -> Intent | None:
     """The intent the words of a normalized question say, or None when they say none."""
+    words = lexicon.current()
     out_of_scope = False
-    for clause in lexicon.CLAUSE.split(text):
-        for intent, pattern in lexicon.SIGNALS:
+    for clause in words.clause.split(text):
+        for intent, pattern in words.signals:
             if pattern.search(clause):
                 if intent != "out_of_scope":
                     return intent
@@ -97,10 +100,11 @@ def asked(text: str) -> Intent | None:
 
 def asked_all(text: str) -> list[Intent]:
     """Every answerable intent the clauses of a normalized question say, in their order: the first
-    clause's by every signal, a further one's by the specific signals only (lexicon.SECONDARY)."""
+    clause's by every signal, a further one's by the specific signals only (Lexicon.secondary)."""
+    words = lexicon.current()
     found: list[Intent] = []
-    for clause in lexicon.CLAUSE.split(text):
-        signals = lexicon.SIGNALS if not found else lexicon.SECONDARY
+    for clause in words.clause.split(text):
+        signals = words.signals if not found else words.secondary
         intent = next((i for i, pattern in signals if pattern.search(clause)), None)
         if intent is not None and intent != "out_of_scope" and intent not in found:
             found.append(intent)
@@ -109,26 +113,26 @@ def asked_all(text: str) -> list[Intent]:
 
 def needs_of(text: str) -> tuple[Need, ...]:
     """What a normalized question asks for besides its intent, in NEEDS order."""
-    return tuple(need for need in NEEDS if lexicon.NEEDS[need].search(text))
+    needs = lexicon.current().needs
+    return tuple(need for need in NEEDS if need in needs and needs[need].search(text))
 
 
 def understand(question: str, lines: Sequence[Line], context: Context | None = None) -> Reading:
     text = normalize(question)
+    words = lexicon.current()
     subjects, choices = match(text, lines)
     # A merchant's name says nothing of the customer's language ("what is 美团外卖").
     language = language_of(_without(text, subjects)) or language_of(question)
-    if lexicon.HANDOVER.search(text) and not lexicon.NOT_HANDOVER.search(text):
+    if words.handover.search(text) and not words.not_handover.search(text):
         return Reading("out_of_scope", (), language, False, True, (), True)
-    if lexicon.ACKNOWLEDGEMENT.match(text):
+    if words.acknowledgement.match(text):
         return Reading("out_of_scope", (), language, False, False, (), True)
     previous = bool(
-        context is not None
-        and lexicon.PREVIOUS.search(text)
-        and lexicon.PREVIOUS_ASK.search(lexicon.PREVIOUS.sub(" ", text))
+        context is not None and words.previous.search(text) and words.previous_ask.search(words.previous.sub(" ", text))
     )
-    body = lexicon.PREVIOUS.sub(" ", text) if previous else text
+    body = words.previous.sub(" ", text) if previous else text
     intent = said = asked(body)
-    if context is not None and choices and lexicon.OTHER.search(text):
+    if context is not None and choices and words.other.search(text):
         # "and the other coffee one?": of the lines it fits, those the previous turn was not about.
         rest = tuple(label for label in choices if label not in context.subjects)
         if len(rest) == 1:
@@ -138,14 +142,12 @@ def understand(question: str, lines: Sequence[Line], context: Context | None = N
     named = subjects or choices
     followup = previous
     if context is not None and not named and language is not None:
-        if intent is None and (previous or lexicon.ELLIPTICAL.search(body)):
+        if intent is None and (previous or words.elliptical.search(body)):
             intent, subjects, followup = context.intent, context.subjects, True
-        elif intent is not None and (previous or lexicon.ANAPHOR.search(body) or lexicon.CONTINUATION.search(body)):
+        elif intent is not None and (previous or words.anaphor.search(body) or words.continuation.search(body)):
             followup = True
             subjects = context.subjects if intent == context.intent else ()
-    elif context is not None and (
-        intent is None or lexicon.CONTINUATION.search(body) or lexicon.ELLIPTICAL.search(body)
-    ):
+    elif context is not None and (intent is None or words.continuation.search(body) or words.elliptical.search(body)):
         followup = True  # "the gym one?", "健身那笔呢？": the conversation goes on, about another line
     if named and intent in (None, "bill_change"):
         intent = _line_intent(named[0], lines)

@@ -1,0 +1,78 @@
+"""A locale's words are its folder's (prompts/locales/<locale>/lexicon.json): a locale added as a
+folder is understood, its language told by its own script, without a line of code; and the modules
+that understand a question say no locale's words and name no locale themselves."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app import locales
+from app.domain.understanding import language_of, understand
+from tests.locale_literals import offenders
+
+# Modules that still say a locale's words or name one (issue 36, item 3): the list only shrinks.
+STILL = {
+    "api/console/views.py": {"codes"},
+    "demo.py": {"codes", "words"},
+    "domain/validation.py": {"words"},
+    "domain/vocabulary.py": {"codes"},
+    "eval/keyfields.py": {"words"},
+    "eval/knowledge.py": {"codes"},
+    "prompts.py": {"codes"},
+    "replay/pii.py": {"codes", "words"},
+    "replay/pii_names.py": {"words"},
+    "replay/traffic.py": {"codes", "words"},
+}
+
+
+@pytest.fixture
+def greek(tmp_path: Path) -> Iterator[Path]:
+    """The service's locales and an "el" folder beside them, with a few words of its own."""
+    root = tmp_path / "locales"
+    shutil.copytree(locales.DEFAULT_ROOT, root)
+    (root / "el").mkdir()
+    data = json.loads((root / "en" / "locale.json").read_text(encoding="utf-8"))
+    data.update(name="Ελληνικά", english_name="Greek", language="el", default=False, canonical={})
+    (root / "el" / "locale.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    signals = json.loads((root / "en" / "lexicon.json").read_text(encoding="utf-8"))["signals"]
+    words = {
+        "signals": [[intent, "λογαριασμ" if intent == "bill_change" else ""] for intent, _ in signals],
+        "needs": {"cause": "γιατί"},
+        "script": {"letters": "[α-ωάέήίόύώϊϋΐΰ]+", "weight": 2, "min_length": 2, "spaced": True},
+    }
+    (root / "el" / "lexicon.json").write_text(json.dumps(words, ensure_ascii=False), encoding="utf-8")
+    locales.use(root)
+    try:
+        yield root
+    finally:
+        locales.use(locales.DEFAULT_ROOT)
+
+
+def test_a_locale_folder_with_its_own_lexicon_is_understood(greek: Path) -> None:
+    reading = understand("Γιατί ανέβηκε ο λογαριασμός μου;", ())
+    assert (reading.intent, reading.language, reading.needs, reading.certain) == ("bill_change", "el", ("cause",), True)
+    # The locales that were there still read as they did.
+    assert language_of("why is my bill higher") == "en"
+    assert language_of("为什么账单多了") == "zh-CN"
+
+
+def test_without_the_folder_the_words_are_not_known() -> None:
+    reading = understand("Γιατί ανέβηκε ο λογαριασμός μου;", ())
+    assert (reading.intent, reading.language, reading.certain) == ("out_of_scope", None, False)
+
+
+def test_a_language_is_told_by_the_locales_scripts(greek: Path) -> None:
+    # Each script's units weighed (a word of a spaced script as two characters of an unspaced one).
+    assert language_of("λογαριασμός bill") == "el"  # a tie of two spaced scripts: the first folder's
+    assert language_of("λογαριασμός μου bill") == "el"
+    assert language_of("账单 bill") == "zh-CN"  # a tie: the lighter units win
+    assert language_of("ok 12.00 ?") is None
+
+
+def test_the_understanding_modules_say_no_locales_words_and_name_no_locale() -> None:
+    assert offenders() == STILL
