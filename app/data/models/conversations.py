@@ -34,6 +34,8 @@ class Conversation(Base):
     waiting_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     agent_id: Mapped[int | None] = mapped_column(ForeignKey("agents.id", ondelete="SET NULL"))
     taken_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Until when the agent who has it is writing (the console's typing mark; it lapses on its own).
+    agent_writing_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_seq: Mapped[int] = mapped_column(Integer, server_default=text("0"))  # the latest message's number
     created_at: Mapped[datetime] = created_at_column()
     # The last message's time: the retention counts from it (`conversations purge`).
