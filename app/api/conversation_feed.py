@@ -47,7 +47,11 @@ def conversation_service(request: Request) -> ConversationService:  # type: igno
 
 
 def status_event(conversation: Conversation) -> ServerSentEventMessage:
-    payload = {"status": conversation.status, "agent_name": conversation.agent_name}
+    payload = {
+        "status": conversation.status,
+        "agent_name": conversation.agent_name,
+        "agent_writing": conversation.agent_writing,
+    }
     return ServerSentEventMessage(msgspec.json.encode(payload).decode(), event="status")
 
 
@@ -65,8 +69,8 @@ async def _feed(
         if polled is None:  # purged while open
             return
         first, conversation, new = False, polled.conversation, polled.messages
-        if (conversation.status, conversation.agent_name) != status:
-            status = (conversation.status, conversation.agent_name)
+        if (conversation.status, conversation.agent_name, conversation.agent_writing) != status:
+            status = (conversation.status, conversation.agent_name, conversation.agent_writing)
             yield status_event(conversation)
         for message in new:
             after = message.seq

@@ -43,6 +43,8 @@ from app.prompts import render_notice
 # A transcript is shown a page at a time, the latest first, whatever its length: a page, the JSON and a
 # feed's first load stay small (issue 34: 3,000 messages made a 3.46 MB console page).
 PAGE = 50
+# How long an agent's typing mark lasts: the console renews it every couple of seconds while they type.
+WRITING_S = 5.0
 
 
 async def _found(
@@ -164,6 +166,15 @@ class ConversationService:
             )
         self.wakeups.wake(cid)
         return seq
+
+    async def writing(self, agent: Agent, cid: uuid.UUID) -> None:
+        """The agent who has the conversation is typing: the customer's feed says so for WRITING_S
+        (the console says it again while the agent goes on); NotYours unless they have it."""
+        async with autocommit(self.db) as conn:
+            if not await conversations.mark_writing(conn, agent.tenant_id, cid, agent.agent_id, WRITING_S):
+                await _found(conn, agent.tenant_id, cid)  # another bank's: not found
+                raise NotYours(cid)
+        self.wakeups.wake(cid)
 
     async def release(self, agent: Agent, cid: uuid.UUID) -> None:
         """The agent hands the conversation back to the assistant (NotYours unless they have it)."""

@@ -32,6 +32,7 @@ class Conversation(msgspec.Struct, frozen=True, kw_only=True):
     last_seq: int
     created_at: datetime
     updated_at: datetime
+    agent_writing: bool = False  # the agent who has it is typing a reply (its mark not yet lapsed)
 
 
 class Message(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -62,7 +63,8 @@ class TurnContext(msgspec.Struct, frozen=True, kw_only=True):
 
 _CONVERSATION = (
     "SELECT c.id, c.tenant_id, c.customer_ref, c.locale, c.status, c.handover_reason, c.waiting_since,"
-    " c.agent_id, a.display_name AS agent_name, c.last_seq, c.created_at, c.updated_at"
+    " c.agent_id, a.display_name AS agent_name, c.last_seq, c.created_at, c.updated_at,"
+    " coalesce(c.status = 'agent' AND c.agent_writing_until > now(), false) AS agent_writing"
     " FROM conversations c LEFT JOIN agents a ON a.id = c.agent_id"
 )
 
@@ -119,7 +121,9 @@ async def append(
     row = (
         await conn.execute(
             text(
-                "WITH n AS (UPDATE conversations SET last_seq = last_seq + 1, updated_at = now()"
+                "WITH n AS (UPDATE conversations SET last_seq = last_seq + 1, updated_at = now(),"
+                # the agent's message is what they were writing: the customer's "is writing…" ends
+                " agent_writing_until = CASE WHEN :role = 'agent' THEN NULL ELSE agent_writing_until END"
                 " WHERE id = :id AND tenant_id = :t RETURNING last_seq)"
                 " INSERT INTO conversation_messages (conversation_id, seq, role, text, locale, account_ref,"
                 " answer_id, audit_id, facts, context, choices, agent_id)"
@@ -243,3 +247,17 @@ async def purge(conn: AsyncConnection, tenant_id: int, older_than: timedelta) ->
         {"t": tenant_id, "age": older_than},
     )
     return result.rowcount
+
+
+async def mark_writing(
+    conn: AsyncConnection, tenant_id: int, conversation_id: uuid.UUID, agent_id: int, s: float
+) -> bool:
+    """The agent who has the conversation is writing, for the next `s` seconds; False: not theirs."""
+    row = await conn.execute(
+        text(
+            "UPDATE conversations SET agent_writing_until = now() + make_interval(secs => :s)"
+            " WHERE id = :id AND tenant_id = :t AND status = 'agent' AND agent_id = :a RETURNING 1"
+        ),
+        {"s": s, "id": conversation_id, "t": tenant_id, "a": agent_id},
+    )
+    return row.first() is not None

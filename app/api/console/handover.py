@@ -184,6 +184,17 @@ class HandoverController(Controller):
         await service.reply(me, cid, said)
         return Redirect(f"{_page_of(cid)}#reply", status_code=303)
 
+    @post("/conversations/{conversation_id:str}/writing", status_code=204)
+    async def writing(
+        self,
+        request: Request,  # type: ignore[type-arg]
+        agent: NamedDependency[ConsoleSession],
+        form: NamedDependency[FormMultiDict],  # asked for its CSRF check
+        conversation_id: FromPath[str],
+    ) -> None:
+        """The agent is typing a reply (console.js, at most every couple of seconds while they type)."""
+        await conversation_service(request).writing(agent_of(agent), _id(conversation_id))
+
     @post("/conversations/{conversation_id:str}/release")
     async def release(
         self,

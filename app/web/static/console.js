@@ -236,6 +236,18 @@ function tickWaits() {
     });
   }
 
+  // While the agent types a reply, the customer's widget says so: a mark renewed at most every
+  // couple of seconds, which lapses on its own (app/conversations/service.py WRITING_S).
+  const reply = document.getElementById("text");
+  let marked = 0;
+  reply?.addEventListener("input", () => {
+    if (!reply.value.trim() || Date.now() - marked < 2000) return;
+    marked = Date.now();
+    const form = reply.form;
+    const body = new URLSearchParams({ csrf_token: form.elements.csrf_token.value });
+    fetch(form.action.replace(/\/messages$/, "/writing"), { method: "POST", body }).catch(() => {});
+  });
+
   tickWaits();
   open();
 })();

@@ -424,7 +424,7 @@
       quick.hidden = !questions.length;
     }
 
-    function setState(next, name) {
+    function setState(next, name, writing = false) {
       const changed = next !== state;
       state = next;
       if (name !== undefined) agentName = name;
@@ -441,6 +441,10 @@
         banner.textContent = "";
       }
       if (changed && state !== "bot") status.textContent = ""; // handed to a person: no answer's status
+      // While the agent types a reply the status line says so; it clears when they stop or send.
+      const typing = t.agentWriting.replace("{name}", agentName || t.someAgent);
+      if (state === "agent" && writing) status.textContent = typing;
+      else if (status.textContent === typing) status.textContent = "";
       textarea.placeholder = state === "bot" ? t.placeholder : t.placeholderAgent;
       if (changed) setQuick(state !== "bot" ? null : bySeq.size ? "followUps" : "suggested");
     }
@@ -503,7 +507,7 @@
           if (response.ok) {
             for await (const event of readEvents(response)) {
               pause = 500;
-              if (event.name === "status") setState(event.data.status, event.data.agent_name);
+              if (event.name === "status") setState(event.data.status, event.data.agent_name, event.data.agent_writing);
               else if (event.name === "message") fromFeed(event.data);
             }
           }

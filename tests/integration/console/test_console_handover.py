@@ -310,12 +310,12 @@ async def test_the_events_feed_shows_new_messages_live(browsers: Any, bank: Any,
         async def next_event() -> tuple[str, Any]:
             return await asyncio.wait_for(anext(events), 5)
 
-        assert await next_event() == ("status", {"status": "waiting", "agent_name": None})
+        assert await next_event() == ("status", {"status": "waiting", "agent_name": None, "agent_writing": False})
         name, first = await next_event()
         assert (name, first["seq"], first["text"]) == ("message", 1, "I want to talk to a person")
         assert (await ana.post(f"{base}/take")).status_code == 303
         seen = [await next_event() for _ in range(2)]
-        assert ("status", {"status": "agent", "agent_name": "Ana Agent"}) in seen
+        assert ("status", {"status": "agent", "agent_name": "Ana Agent", "agent_writing": False}) in seen
         async with engine.begin() as conn:  # the customer writes (here: another replica's write)
             await conversations.append(conn, bank.id, cid, "customer", "Thank you!")
         name, said = await next_event()

@@ -180,7 +180,7 @@ async def test_asking_for_a_person_hands_over_and_an_agent_answers(
         got = await asyncio.wait_for(feed(), 10)
     finally:
         server.stop()
-    assert got[0] == ("status", {"status": "agent", "agent_name": "Ana Agent"})
+    assert got[0] == ("status", {"status": "agent", "agent_name": "Ana Agent", "agent_writing": False})
     assert got[1][1]["role"] == "agent"
     assert got[1][1]["text"] == "Hello Ann, let me look at it."
     assert got[1][1]["agent_name"] == "Ana Agent"
