@@ -164,14 +164,16 @@ def words(locale: str) -> dict[str, Any]:
     return decoded
 
 
+def each(file: str) -> dict[str, Any]:
+    """One JSON file of every locale's folder (`lexicon.json`, `keyfields.json`), decoded, by locale."""
+    return {name: msgspec.json.decode((_root / name / file).read_bytes()) for name in registry()}
+
+
 @functools.cache
 def understood() -> lexicon.Lexicon:
-    """What question understanding reads (app/domain/lexicon.py): every locale's `lexicon.json`."""
-    found = {name: msgspec.json.decode((_root / name / "lexicon.json").read_bytes()) for name in registry()}
-    return lexicon.build(found, {name: d.language for name, d in registry().items()})
-
-
-lexicon.provide(understood)
+    """What question understanding reads (app/domain/lexicon.py): every locale's `lexicon.json`,
+    handed to the domain by app/__init__.py."""
+    return lexicon.build(each("lexicon.json"), {name: d.language for name, d in registry().items()})
 
 
 def version_files() -> list[Path]:

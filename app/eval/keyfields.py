@@ -19,15 +19,16 @@ it. Dates are blanked before numbers are read; a bare 4-digit integer from 1900 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import msgspec
 
+from app import locales
 from app.domain.facts import BillFacts, PaymentStatus
-from app.domain.validation import MONTHS_EN
 from app.domain.vocabulary import Intent
 
 Kind = Literal["status_flip", "wrong_amount", "wrong_direction", "wrong_driver"]
@@ -39,39 +40,45 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
     detail: str
 
 
-# --- payment status -------------------------------------------------------------------------------
-# Negations that would otherwise read as the claim they negate are rewritten first.
-_REWRITES = [
-    (
-        re.compile(
-            r"\bnot\s+(?:yet\s+)?(?:been\s+)?(?:paid\s+in\s+full|fully\s+paid)\b|未全额还款?|没有全额|未还清|没有还清",
-            re.I,
-        ),
-        " partially ",
-    ),
-    (re.compile(r"\bnot\s+(?:yet\s+)?overdue\b|\bisn't\s+overdue\b|未逾期|没有逾期|不会逾期|尚未逾期", re.I), " "),
-]
-_CLAIMS: dict[str, re.Pattern[str]] = {
-    "paid_in_full": re.compile(
-        r"\bpaid\s+in\s+full\b|\bfully\s+paid\b|\b(?:bill|statement|balance)\s+(?:is|has\s+been)\s+(?:paid|settled)\b"
-        r"|\bsettled\b|\bnothing\s+(?:left\s+)?to\s+pay\b|已还清|已全额还款|已结清|已付清|全额还清|无需还款",
-        re.I,
-    ),
-    # Some payment arrived: true when paid, partially paid, or overdue with a payment.
-    "payment_made": re.compile(
-        r"(?<![未没尚])已还款|(?<![未没])(?:已|已经)收到(?:您的)?(?:还款|付款)|\byou\s+(?:have\s+|'ve\s+)?(?:already\s+)?paid\b"
-        r"|\breceived\s+your\s+payment\b|\byour\s+payment\s+(?:has\s+)?(?:arrived|been\s+received)\b",
-        re.I,
-    ),
-    "unpaid": re.compile(
-        r"\bunpaid\b|\bnot\s+(?:yet\s+)?(?:been\s+)?paid\b|\bhave\s*n[o']t\s+(?:yet\s+)?paid\b|\bno\s+payment\b"
-        r"|\bnot\s+(?:yet\s+)?(?:been\s+)?received\b|\bhaven't\s+received\b|未还款|尚未还款|还没有还款|没有还款|未支付"
-        r"|尚未收到|没有收到|未收到",
-        re.I,
-    ),
-    "partial": re.compile(r"\bpartial(?:ly)?\b|\bpart\s+of\s+(?:the|your)\s+(?:bill|balance)\b|部分", re.I),
-    "overdue": re.compile(r"\boverdue\b|\bpast\s+due\b|\bmissed\b|逾期|已过还款日", re.I),
-}
+# Every locale's words for the four kinds are its folder's keyfields.json (app/locales.py), joined here
+# into one pattern each: an answer is read in whichever language it came in.
+@functools.cache
+def _words() -> _Words:
+    return _Words(locales.each("keyfields.json"))
+
+
+locales.on_change(_words.cache_clear)
+
+
+class _Words:
+    def __init__(self, parts: dict[str, dict[str, Any]]) -> None:
+        found = list(parts.values())
+
+        def either(name: str) -> re.Pattern[str]:
+            return re.compile("|".join(dict.fromkeys(f[name] for f in found if f.get(name))), re.I)
+
+        def keyed(name: str) -> dict[str, re.Pattern[str]]:
+            keys = dict.fromkeys(k for f in found for k in f.get(name, {}))
+            return {k: re.compile("|".join(f[name][k] for f in found if f.get(name, {}).get(k)), re.I) for k in keys}
+
+        # Negations that would otherwise read as the claim they negate are rewritten first.
+        self.rewrites = [(re.compile(p, re.I), to) for f in found for p, to in f.get("rewrites", ())]
+        self.claims = keyed("claims")
+        # ISO and day/month/year dates in any locale; then each locale's own ways.
+        self.dates = [
+            re.compile(r"\d{4}-\d{1,2}-\d{1,2}"),
+            *(re.compile(d, re.I) for d in dict.fromkeys(d for f in found for d in f.get("dates", ()))),
+            re.compile(r"\b\d{1,2}/\d{1,2}/\d{4}\b"),
+        ]
+        self.sentence_end = either("sentence_end")
+        self.labels = list(keyed("labels").items())
+        self.negated = either("negated")
+        colons = "".join(dict.fromkeys(f.get("colons", "") for f in found))
+        brackets = "".join(dict.fromkeys(f.get("brackets", "") for f in found))
+        self.colons = " " + colons
+        self.detached = re.compile(f"[{re.escape(colons + brackets)}]")
+        self.up, self.down, self.bill = either("up"), either("down"), either("bill")
+        self.sentence_split = either("sentence_split")
 
 
 def allowed_claims(status: PaymentStatus, paid: Decimal) -> set[str]:
@@ -85,40 +92,14 @@ def allowed_claims(status: PaymentStatus, paid: Decimal) -> set[str]:
 
 
 def status_claims(text: str) -> set[str]:
-    for pattern, replacement in _REWRITES:
+    words = _words()
+    for pattern, replacement in words.rewrites:
         text = pattern.sub(replacement, text)
-    return {name for name, pattern in _CLAIMS.items() if pattern.search(text)}
+    return {name for name, pattern in words.claims.items() if pattern.search(text)}
 
 
 # --- amounts --------------------------------------------------------------------------------------
-_MONTHS = "|".join(sorted((*MONTHS_EN, *(m[:3] for m in MONTHS_EN)), key=len, reverse=True))
-_DATES = [
-    re.compile(r"\d{4}-\d{1,2}-\d{1,2}"),
-    re.compile(r"(?:\d{4}\s*年\s*)?\d{1,2}\s*月\s*\d{1,2}\s*[日号]?"),
-    re.compile(rf"\b\d{{1,2}}(?:st|nd|rd|th)?(?:\s+of)?\s+(?:{_MONTHS})\.?(?:,?\s+\d{{4}})?", re.I),
-    re.compile(rf"\b(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?", re.I),
-    re.compile(r"\b\d{1,2}/\d{1,2}/\d{4}\b"),
-]
 _NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
-_SENTENCE_END = re.compile(r"[.!?,](?:\s|$)|[。！？；;，\n]")
-_LABELS: list[tuple[str, re.Pattern[str]]] = [
-    ("new_balance", re.compile(r"(?:new|statement|current)\s+balance|本期账单(?:金额)?|新余额|本期余额", re.I)),
-    ("previous_balance", re.compile(r"previous\s+balance|last\s+month(?:'s)?|上期(?:账单)?|上个?月(?:的账单)?", re.I)),
-    (
-        "difference",
-        re.compile(
-            r"(?:higher|lower|more|less|up|down|increased?|decreased?|changed?|rose|fell)\s+by"
-            r"|(?:increase|decrease|change|difference)\s+of|增加了?|减少了?|多了|少了|变化了?|相差"
-            r"|比上个?[月期][^，,。\d]*?[多少]",
-            re.I,
-        ),
-    ),
-    ("minimum_due", re.compile(r"minimum(?:\s+payment)?|最低还款(?:额)?", re.I)),
-    ("outstanding", re.compile(r"outstanding|still\s+to\s+pay|still\s+owe|remaining|待还|仍欠|剩余", re.I)),
-    ("paid_amount", re.compile(r"(?<![未没尚])收到(?:您的)?(?:还款)?|\bwe\s+(?:have\s+)?received\b", re.I)),
-]
-_NEGATED = re.compile(r"(?:\bnot\b|n't|未|没有|尚未)\W{0,3}\w{0,8}$", re.I)
-_DETACHED = re.compile(r"[:：(（]")
 _WINDOW = 40  # a label binds the first number within this many characters after it
 
 
@@ -157,7 +138,8 @@ def _bound_facts(facts: BillFacts) -> dict[str, Decimal]:
 
 
 def amount_findings(text: str, facts: BillFacts, allowed: set[Decimal]) -> list[str]:
-    for pattern in _DATES:
+    words = _words()
+    for pattern in words.dates:
         text = _blank(text, pattern)
     bound = _bound_facts(facts)
     wrong = []
@@ -173,13 +155,14 @@ def amount_findings(text: str, facts: BillFacts, allowed: set[Decimal]) -> list[
             wrong.append(raw)
             continue
         before = text[max(0, match.start() - _WINDOW) : match.start()]
-        before = before[max((m.end() for m in _SENTENCE_END.finditer(before)), default=0) :]
+        before = before[max((m.end() for m in words.sentence_end.finditer(before)), default=0) :]
         last = max(
-            ((m.end(), m.start(), name) for name, pattern in _LABELS for m in pattern.finditer(before)), default=None
+            ((m.end(), m.start(), name) for name, pattern in words.labels for m in pattern.finditer(before)),
+            default=None,
         )
-        if last is None or _NUMBER.search(before[last[0] :]) or _NEGATED.search(before[: last[1]]):
+        if last is None or _NUMBER.search(before[last[0] :]) or words.negated.search(before[: last[1]]):
             continue  # no label, another number took it, or a negated label ("not received")
-        if _DETACHED.search(before[last[0] :].lstrip(" :：")):
+        if words.detached.search(before[last[0] :].lstrip(words.colons)):
             continue  # "changes from last month: purchases at X (+12.00)": the label heads a list
         if value != abs(bound[last[2]]):
             wrong.append(f"{last[2]}={raw}")
@@ -187,26 +170,14 @@ def amount_findings(text: str, facts: BillFacts, allowed: set[Decimal]) -> list[
 
 
 # --- direction ------------------------------------------------------------------------------------
-_UP = re.compile(
-    r"\b(?:higher|increased?|increasing|went\s+up|rose|risen|grew)\b|增加|多了|上升|上涨|高于|增长|比上个?[月期][^，,。]*?多",
-    re.I,
-)
-_DOWN = re.compile(
-    r"\b(?:lower|decreased?|decreasing|went\s+down|dropped|fell|fallen|reduced)\b|减少|少了|下降|降低|低于|比上个?[月期][^，,。]*?少",
-    re.I,
-)
-# "The balance carried over after your payments" is a driver, not the bill.
-_BILL = re.compile(r"\b(?:bill|balance(?!\s+carried)|statement)\b|账单|(?<!结转)余额", re.I)
-_SENTENCE_SPLIT = re.compile(r"[.!?](?=\s|$)|[。！？\n]")
-
-
 def direction_findings(text: str, difference: Decimal) -> list[str]:
     """Claims about the bill's direction (in sentences that speak of the bill) against the difference."""
+    words = _words()
     wrong = []
-    for sentence in _SENTENCE_SPLIT.split(text):
-        if not _BILL.search(sentence):
+    for sentence in words.sentence_split.split(text):
+        if not words.bill.search(sentence):
             continue
-        for pattern, sign in ((_UP, 1), (_DOWN, -1)):
+        for pattern, sign in ((words.up, 1), (words.down, -1)):
             if (found := pattern.search(sentence)) and (difference == 0 or (difference > 0) != (sign > 0)):
                 wrong.append(found.group(0))
     return wrong

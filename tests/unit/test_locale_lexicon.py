@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 from app import locales
 from app.domain.understanding import language_of, understand
+from app.eval.keyfields import direction_findings, status_claims
 from tests.locale_literals import offenders
 
 # Modules that still say a locale's words or name one (issue 36, item 3): the list only shrinks.
@@ -21,7 +23,6 @@ STILL = {
     "demo.py": {"codes", "words"},
     "domain/validation.py": {"words"},
     "domain/vocabulary.py": {"codes"},
-    "eval/keyfields.py": {"words"},
     "eval/knowledge.py": {"codes"},
     "prompts.py": {"codes"},
     "replay/pii.py": {"codes", "words"},
@@ -46,6 +47,8 @@ def greek(tmp_path: Path) -> Iterator[Path]:
         "script": {"letters": "[α-ωάέήίόύώϊϋΐΰ]+", "weight": 2, "min_length": 2, "spaced": True},
     }
     (root / "el" / "lexicon.json").write_text(json.dumps(words, ensure_ascii=False), encoding="utf-8")
+    checks = {"claims": {"unpaid": "απλήρωτ"}, "up": "αυξήθηκε", "bill": "λογαριασμ", "sentence_split": "[.;]"}
+    (root / "el" / "keyfields.json").write_text(json.dumps(checks, ensure_ascii=False), encoding="utf-8")
     locales.use(root)
     try:
         yield root
@@ -59,6 +62,12 @@ def test_a_locale_folder_with_its_own_lexicon_is_understood(greek: Path) -> None
     # The locales that were there still read as they did.
     assert language_of("why is my bill higher") == "en"
     assert language_of("为什么账单多了") == "zh-CN"
+
+
+def test_the_eval_reads_an_answer_in_a_locale_folder_by_its_own_words(greek: Path) -> None:
+    assert status_claims("Ο λογαριασμός σας είναι απλήρωτος.") == {"unpaid"}
+    assert direction_findings("Ο λογαριασμός σας αυξήθηκε κατά 12,00 EUR.", Decimal("-12.00")) == ["αυξήθηκε"]
+    assert status_claims("Your bill is unpaid.") == {"unpaid"}  # the other locales' words as they were
 
 
 def test_without_the_folder_the_words_are_not_known() -> None:
