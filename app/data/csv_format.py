@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.domain.vocabulary import LOCALES, TRANSACTION_KINDS
+from app import locales
+from app.domain.vocabulary import TRANSACTION_KINDS
 
 CHUNK = 1 << 20  # bytes read from a file at a time (a COPY message, a digest update)
 
@@ -139,7 +140,12 @@ CUSTOMERS = Table(
     [
         *_ref("ref"),
         *_text("name", 200, required=True),
-        ("locale", f"must be one of {', '.join(LOCALES)}", f"locale IS NULL OR locale NOT IN {_in(LOCALES)}"),
+        # The locales with a folder (app/locales.py) when the service starts.
+        (
+            "locale",
+            f"must be one of {', '.join(locales.locales())}",
+            f"locale IS NULL OR locale NOT IN {_in(locales.locales())}",
+        ),
     ],
     ("ref",),
     "SELECT CAST(:tenant_id AS bigint) AS tenant_id, ref, name, locale FROM stage_customers",

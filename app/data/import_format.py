@@ -18,7 +18,8 @@ from typing import Annotated
 
 import msgspec
 
-from app.domain.vocabulary import StoredLocale, TransactionKind
+from app import locales
+from app.domain.vocabulary import Locale, TransactionKind
 from app.errors import ImportRejected
 
 _NO_CONTROL = r"\A[^\x00-\x1f\x7f-\x9f]*\Z"  # Postgres cannot hold NUL; no text here spans lines
@@ -61,7 +62,7 @@ class AccountIn(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
 class CustomerIn(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     ref: Ref
     name: Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=_NO_CONTROL)]
-    locale: StoredLocale
+    locale: Locale  # one with a folder (app/locales.py), checked in _check
     accounts: list[AccountIn] = []
 
 
@@ -90,6 +91,8 @@ def _check(doc: ImportFile) -> None:
         if customer.ref in customer_refs:
             raise ImportRejected(f"duplicate customer ref {customer.ref!r} - at `{at}.ref`")
         customer_refs.add(customer.ref)
+        if customer.locale not in locales.registry():
+            raise ImportRejected(f"locale must be one of {', '.join(locales.locales())} - at `{at}.locale`")
         for ai, account in enumerate(customer.accounts):
             at = f"$.customers[{ci}].accounts[{ai}]"
             if account.ref in account_refs:

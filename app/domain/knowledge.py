@@ -26,7 +26,7 @@ from app.domain.facts import BillFacts
 from app.domain.plan import fee_items
 from app.domain.slots import items
 from app.domain.understanding import Reading, normalize
-from app.domain.vocabulary import StoredLocale
+from app.domain.vocabulary import Locale
 
 # A version is a draft until approved; approving makes it live and retires the one it replaces.
 VersionStatus = Literal["draft", "live", "retired"]
@@ -58,7 +58,7 @@ class ArticleIn(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """One article as a library file or the console writes it."""
 
     id: ArticleId
-    locale: StoredLocale
+    locale: Locale
     title: Title
     body: Body
     tags: Annotated[list[Tag], msgspec.Meta(max_length=20)] = []
@@ -87,6 +87,7 @@ def parse_library(raw: bytes) -> list[ArticleIn]:
         raise LibraryError(f"not a library file: {error}") from None
     seen: set[tuple[str, str]] = set()
     for i, article in enumerate(library.articles):
+        _check_locale(article, f"article {i + 1} ({article.id!r})")
         where = f"article {i + 1} ({article.id!r}, {article.locale})"
         if (article.id, article.locale) in seen:
             raise LibraryError(f"{where}: id: a second article with this id and locale")
@@ -115,8 +116,16 @@ def article_from(fields: Mapping[str, object], where: str) -> ArticleIn:
         message = str(error)
         found = re.search(r" - at `\$\.(\w+)", message)
         raise LibraryError(f"{where}: {found.group(1)}: {message[: found.start()]}" if found else message) from None
+    _check_locale(article, where)
     check_article(article, where)
     return article
+
+
+def _check_locale(article: ArticleIn, where: str) -> None:
+    """A locale with a folder (app/locales.py hands them over with their words), not only a well-formed one."""
+    known = lexicon.current().locales
+    if article.locale not in known:
+        raise LibraryError(f"{where}: locale: must be one of {', '.join(known)}")
 
 
 def _named(message: str, raw: bytes) -> str:

@@ -65,6 +65,7 @@ class Lexicon:
     generic: tuple[str, ...]  # words or parts of a label that say nothing about which line it is
     scripts: tuple[Script, ...]
     runs: re.Pattern[str]  # a run of the letters of the scripts written without spaces
+    locales: tuple[str, ...]  # every locale with a folder: what a stored article may be written in
 
 
 def _either(patterns: Sequence[str]) -> re.Pattern[str]:
@@ -137,6 +138,7 @@ def build(words: Mapping[str, Mapping[str, Any]], languages: Mapping[str, str]) 
         generic=tuple(dict.fromkeys(word for part in parts for word in part.get("generic", ()))),
         scripts=scripts,
         runs=re.compile(f"(?:{'|'.join(unspaced)})+") if unspaced else _NEVER,
+        locales=tuple(words),
     )
 
 

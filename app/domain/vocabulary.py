@@ -63,11 +63,6 @@ Role = Literal["customer", "assistant", "agent", "system"]
 # twice in a row, or the need is one only a person can serve (a credit limit, a lost card).
 HandoverReason = Literal["requested", "fallbacks", "out_of_scope"]
 
-# The locales the database's CHECK constraints allow (migrations 0001, 0016, 0017) for what is stored
-# with one (a customer, a help article, a conversation): a new locale folder needs them widened too,
-# until a migration drops them and locales are folders only (app/locales.py).
-StoredLocale = Literal["en", "zh-CN"]
-LOCALES: tuple[StoredLocale, ...] = get_args(StoredLocale)
 CHANNELS: tuple[Channel, ...] = get_args(Channel)
 PRIORITY_CLASSES: tuple[PriorityClass, ...] = get_args(PriorityClass)
 INTENTS: tuple[Intent, ...] = get_args(Intent)

@@ -19,10 +19,11 @@ import asyncpg
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app import locales
 from app.data.knowledge_search import search
 from app.domain.knowledge import read_with_library
 from app.domain.understanding import understand
-from app.domain.vocabulary import LOCALES, Locale
+from app.domain.vocabulary import Locale
 
 HERE = Path(__file__).parent
 SETS = {"tuned": HERE / "knowledge_questions.jsonl", "blind": HERE / "knowledge_blind.jsonl"}
@@ -76,7 +77,7 @@ async def serve(
 
 def tally(served: Sequence[Served]) -> dict[str, Tally]:
     """Per locale, and "all"."""
-    out = {key: Tally() for key in ("all", *LOCALES)}
+    out = {key: Tally() for key in ("all", *locales.locales())}
     for s in served:
         for t in (out["all"], out[s.case.locale]):
             if s.case.article is None:

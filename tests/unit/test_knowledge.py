@@ -44,7 +44,7 @@ def _passage(article: str, version: int = 1, text: str = "text") -> Passage:
 @pytest.mark.parametrize(
     ("bad", "message"),
     [
-        ({**GOOD, "locale": "fr"}, "article 2 ('late-fee'): locale: Invalid enum value 'fr'"),
+        ({**GOOD, "locale": "fr"}, "article 2 ('late-fee'): locale: must be one of en, zh-CN"),
         ({**GOOD, "id": "Late Fee"}, "article 2 ('Late Fee'): id:"),
         ({k: v for k, v in GOOD.items() if k != "title"}, "article 2 ('late-fee'): article: Object missing required"),
         ({**GOOD, "body": " \n\n "}, "article 2 ('late-fee', en): body: blank"),

@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 
 from app import locales
+from app.data.import_format import parse
+from app.domain.knowledge import LibraryError, parse_library
 from app.domain.understanding import language_of, understand
+from app.errors import ImportRejected
 from app.eval.keyfields import direction_findings, status_claims
 from tests.locale_literals import offenders
 
@@ -22,7 +25,6 @@ STILL = {
     "api/console/views.py": {"codes"},
     "demo.py": {"codes", "words"},
     "domain/validation.py": {"words"},
-    "domain/vocabulary.py": {"codes"},
     "eval/knowledge.py": {"codes"},
     "prompts.py": {"codes"},
     "replay/pii.py": {"codes", "words"},
@@ -68,6 +70,17 @@ def test_the_eval_reads_an_answer_in_a_locale_folder_by_its_own_words(greek: Pat
     assert status_claims("Ο λογαριασμός σας είναι απλήρωτος.") == {"unpaid"}
     assert direction_findings("Ο λογαριασμός σας αυξήθηκε κατά 12,00 EUR.", Decimal("-12.00")) == ["αυξήθηκε"]
     assert status_claims("Your bill is unpaid.") == {"unpaid"}  # the other locales' words as they were
+
+
+def test_what_is_stored_with_a_locale_may_be_in_any_locale_with_a_folder(greek: Path) -> None:
+    customer = {"tenant": "t", "customers": [{"ref": "C-1", "name": "Νίκος", "locale": "el"}]}
+    assert parse(json.dumps(customer)).customers[0].locale == "el"
+    article = {"id": "late-fee", "locale": "el", "title": "Τέλος", "body": "Κείμενο."}
+    assert parse_library(json.dumps({"articles": [article]}).encode())[0].locale == "el"
+    with pytest.raises(ImportRejected, match=r"locale must be one of el, en, zh-CN - at `\$.customers\[0\].locale`"):
+        parse(json.dumps({**customer, "customers": [{**customer["customers"][0], "locale": "fr"}]}))
+    with pytest.raises(LibraryError, match=r"article 1 \('late-fee'\): locale: must be one of el, en, zh-CN"):
+        parse_library(json.dumps({"articles": [{**article, "locale": "fr"}]}).encode())
 
 
 def test_without_the_folder_the_words_are_not_known() -> None:

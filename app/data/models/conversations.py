@@ -12,7 +12,7 @@ from sqlalchemy.dialects.postgresql import JSONB, UUID
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.data.models.base import Base, created_at_column, in_
-from app.domain.vocabulary import CONVERSATION_STATUSES, HANDOVER_REASONS, LOCALES, ROLES
+from app.domain.vocabulary import CONVERSATION_STATUSES, HANDOVER_REASONS, ROLES
 
 
 class Conversation(Base):
@@ -20,7 +20,6 @@ class Conversation(Base):
     __table_args__ = (
         CheckConstraint(in_("status", CONVERSATION_STATUSES), name="status"),
         CheckConstraint(in_("handover_reason", HANDOVER_REASONS), name="handover_reason"),
-        CheckConstraint(in_("locale", LOCALES), name="locale"),
         # The console's queue: a bank's waiting conversations, longest waiting first.
         Index("ix_conversations_tenant_id_status_waiting_since", "tenant_id", "status", "waiting_since"),
     )

@@ -23,7 +23,6 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.data.models.base import Base, created_at_column, id_column, in_
 from app.domain.knowledge import VERSION_STATUSES
-from app.domain.vocabulary import LOCALES
 
 
 class KnowledgeArticle(Base):
@@ -33,7 +32,6 @@ class KnowledgeArticle(Base):
     __table_args__ = (
         UniqueConstraint("tenant_id", "slug", "locale"),
         UniqueConstraint("tenant_id", "id"),
-        CheckConstraint(in_("locale", LOCALES), name="locale"),
     )
 
     id: Mapped[int] = id_column()

@@ -25,7 +25,7 @@ from sqlalchemy.dialects.postgresql import BYTEA, JSON, JSONB
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.data.models.base import Base, Money, created_at_column, id_column, in_
-from app.domain.vocabulary import LOCALES, TRANSACTION_KINDS
+from app.domain.vocabulary import TRANSACTION_KINDS
 
 
 class Customer(Base):
@@ -33,7 +33,6 @@ class Customer(Base):
     __table_args__ = (
         UniqueConstraint("tenant_id", "ref"),
         UniqueConstraint("tenant_id", "id"),
-        CheckConstraint(in_("locale", LOCALES), name="locale"),
     )
 
     id: Mapped[int] = id_column()
