@@ -49,6 +49,43 @@ def pseudo(text: str) -> str:
     return "".join([*out, _letters(text[start:])])
 
 
+# A regex's syntax, kept as it is: an escape, a character class, a group's opening, a repeat or a slot.
+_SYNTAX = re.compile(r"\\.|\[(?:\\.|[^\]])*\]|\(\?(?:[:!=]|<[!=])|\{[\w,]*\}")
+
+
+def pattern(regex: str) -> str:
+    """A lexicon's pattern that reads the pseudo-locale's words: its letters accented and its vowels
+    doubled as the words are ("\\bhigher\\b" -> "\\bĥîîĝĥééŕ\\b"); escapes, classes and groups kept."""
+    out, start = [], 0
+    for match in _SYNTAX.finditer(regex):
+        out += [_letters(regex[start : match.start()]), match.group(0)]
+        start = match.end()
+    return "".join([*out, _letters(regex[start:])])
+
+
+def _lexicon(data: dict[str, Any]) -> dict[str, Any]:
+    """en's lexicon read in en-XA: what a customer types, pseudo-localized; what a statement's labels
+    say (categories' label words, generic words) as it is; en-XA's letters counted as English words."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "signals":
+            out[key] = [[intent, pattern(p)] for intent, p in value]
+        elif key in ("kinds", "needs"):
+            out[key] = {k: pattern(p) for k, p in value.items()}
+        elif key == "categories":
+            out[key] = {k: [[pseudo(w) for w in asked], found] for k, (asked, found) in value.items()}
+        elif key == "amount_references":
+            out[key] = [pattern(p) for p in value]
+        elif key == "script":
+            accented = "".join(sorted(set(_ACCENTED.lower())))
+            out[key] = {**value, "letters": value["letters"].replace("a-z", "a-z" + accented)}
+        elif key == "generic":
+            out[key] = value
+        else:
+            out[key] = pattern(value)
+    return out
+
+
 def bracketed(text: str) -> str:
     return f"[{pseudo(text)}]"
 
@@ -106,6 +143,9 @@ def write(root: Path) -> Path:
         out.parent.mkdir(parents=True, exist_ok=True)
         if path.suffix == ".j2":
             out.write_text(template(path.read_text(encoding="utf-8")), encoding="utf-8")
+        elif path.name == "lexicon.json":
+            lexicon = _lexicon(json.loads(path.read_text(encoding="utf-8")))
+            out.write_text(json.dumps(lexicon, ensure_ascii=False), encoding="utf-8")
         elif path.name == "words.json":
             out.write_text(json.dumps(_words(json.loads(path.read_text(encoding="utf-8"))), ensure_ascii=False))
         elif path.name == "locale.json":

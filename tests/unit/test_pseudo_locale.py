@@ -16,6 +16,7 @@ from app import locales
 from app.answers.realize import Realizer
 from app.domain.facts import BillFacts
 from app.domain.intents import mentioned
+from app.domain.understanding import understand
 from app.eval import golden
 from app.eval.run import demo_policy
 from app.prompts import change, phrases, render_clarify, render_fallback, render_handover, render_notice, render_took
@@ -46,6 +47,24 @@ def test_the_pseudo_locale_registers_itself_from_its_folder() -> None:
     assert locales.money(Decimal("-64.38"), "EUR", PSEUDO) == "-64.38 EUR"
     assert locales.closest(PSEUDO, "en") == PSEUDO  # an English question on an en-XA page
     assert locales.closest(PSEUDO, "zh-CN") == "zh-CN"
+
+
+def test_a_question_the_widget_suggests_in_en_xa_reads_as_its_english_source() -> None:
+    """en-XA's lexicon is en's, pseudo-localized (tests/pseudo_locale.py): a suggested question, a
+    quick reply or a canonical question clicked in en-XA is what it is in English."""
+    en, xa = locales.words("en")["widget"], locales.words(PSEUDO)["widget"]
+    pairs = [
+        *zip(en["suggested"] + en["followUps"], xa["suggested"] + xa["followUps"], strict=True),
+        *((locales.data("en").canonical[i], q) for i, q in locales.data(PSEUDO).canonical.items()),
+    ]
+    for source, said in pairs:
+        want, got = understand(source, ()), understand(said, ())
+        assert (got.intent, got.needs, got.handover, got.language) == (
+            want.intent,
+            want.needs,
+            want.handover,
+            "en",
+        ), said
 
 
 def test_the_detector_finds_english_that_skipped_the_locale() -> None:
