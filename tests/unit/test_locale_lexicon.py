@@ -73,12 +73,14 @@ def test_the_eval_reads_an_answer_in_a_locale_folder_by_its_own_words(greek: Pat
 
 
 def test_what_is_stored_with_a_locale_may_be_in_any_locale_with_a_folder(greek: Path) -> None:
-    customer = {"tenant": "t", "customers": [{"ref": "C-1", "name": "Νίκος", "locale": "el"}]}
-    assert parse(json.dumps(customer)).customers[0].locale == "el"
+    def customer(locale: str) -> str:
+        return json.dumps({"tenant": "t", "customers": [{"ref": "C-1", "name": "Νίκος", "locale": locale}]})
+
+    assert parse(customer("el")).customers[0].locale == "el"
     article = {"id": "late-fee", "locale": "el", "title": "Τέλος", "body": "Κείμενο."}
     assert parse_library(json.dumps({"articles": [article]}).encode())[0].locale == "el"
     with pytest.raises(ImportRejected, match=r"locale must be one of el, en, zh-CN - at `\$.customers\[0\].locale`"):
-        parse(json.dumps({**customer, "customers": [{**customer["customers"][0], "locale": "fr"}]}))
+        parse(customer("fr"))
     with pytest.raises(LibraryError, match=r"article 1 \('late-fee'\): locale: must be one of el, en, zh-CN"):
         parse_library(json.dumps({"articles": [{**article, "locale": "fr"}]}).encode())
 
