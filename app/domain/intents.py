@@ -1,4 +1,4 @@
-"""What the customer asks about, decided without a model call (English and Chinese keywords).
+"""What the customer asks about, decided without a model (each locale's lexicon.json, app/domain/lexicon.py).
 
 Requests nobody here may serve (a credit limit, a loan) are recognised first; then specific
 intents are checked before the general one: "why was I charged interest?" is about fees
