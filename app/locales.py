@@ -6,13 +6,12 @@ amounts and dates), `words.json` (the chat widget's and the demo page's strings)
 templates (`claims.j2`, `fallback/`, `macros.j2`, `conversation.j2`), its search words (`search.json`,
 `pii.json`) and the words a question is understood by (`lexicon.json`, its script among them). The
 files are read here, at the edge; the domain is handed plain data (`formatting.Style`, `Lexicon`).
-`LOCALES_DIR` (environment) or `use()` (tests: the generated pseudo-locale, tests/pseudo_locale.py)
-point the service at another folder of locales."""
+`use()` points the process at another folder of locales (the tests' generated pseudo-locale,
+tests/pseudo_locale.py); the service reads no variable of its own here (its settings: app/settings/)."""
 
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Iterator, Mapping
 from datetime import date
 from decimal import Decimal
@@ -27,7 +26,7 @@ from app.domain.vocabulary import Intent
 from app.settings import PROJECT_ROOT
 
 DEFAULT_ROOT = PROJECT_ROOT / "prompts" / "locales"
-_root = Path(os.environ.get("LOCALES_DIR") or DEFAULT_ROOT)
+_root = DEFAULT_ROOT
 _listeners: list[Callable[[], None]] = []  # caches built from the folders (app/prompts.py's templates)
 
 
