@@ -93,3 +93,15 @@ async def snapshot(engine: AsyncEngine, tenant_id: int) -> list[Any]:
             )
             rows += [(table, *row) for row in result.all()]
     return rows
+
+
+# October adds two purchases that both match "the cafe one" to the usual story.
+CAFES = [
+    tx("T-1", "2026-09-03", "purchase", "100.00", "FreshMart"),
+    tx("T-3", "2026-10-03", "purchase", "100.00", "FreshMart"),
+    tx("T-7", "2026-10-08", "purchase", "6.20", "Blue Cafe"),
+    tx("T-8", "2026-10-09", "purchase", "4.80", "Cafe Nero"),
+    tx("T-6", "2026-10-15", "payment", "100.00", description="Payment - thank you"),
+]
+# C-3003, whose October holds both cafes.
+CAFE_LOVER = customer("C-3003", accounts=[account("K-1", statements=[SEPT, OCT], transactions=CAFES)])

@@ -21,21 +21,13 @@ from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, plan
 from bench.fakes.sglang_server import RunningFake, Script
 from tests.browser.helpers import screenshot
 from tests.console import sign_in_page
-from tests.factories import OCT, SEPT, account, customer, tx
+from tests.factories import CAFE_LOVER, account, customer
 from tests.servers import ThreadedServer
 
 AXE = Path(__file__).parent / "axe" / "node_modules" / "axe-core" / "axe.min.js"
 WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 PHONE = ViewportSize(width=375, height=667)
-CAFES = [
-    tx("T-1", "2026-09-03", "purchase", "100.00", "FreshMart"),
-    tx("T-3", "2026-10-03", "purchase", "100.00", "FreshMart"),
-    tx("T-7", "2026-10-08", "purchase", "6.20", "Blue Cafe"),
-    tx("T-8", "2026-10-09", "purchase", "4.80", "Cafe Nero"),
-    tx("T-6", "2026-10-15", "payment", "100.00", description="Payment - thank you"),
-]
 CUSTOMERS = {"en": "C-1001", "zh-CN": "C-2002"}
-CAFE_LOVER = customer("C-3003", accounts=[account("K-1", statements=[SEPT, OCT], transactions=CAFES)])
 pytestmark = pytest.mark.bank(
     customer(), customer("C-2002", "zh-CN", [account("B-1", "CNY")]), CAFE_LOVER, agents=("ana",)
 )

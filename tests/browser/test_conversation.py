@@ -23,19 +23,10 @@ from app.prompts import phrases
 from app.settings import Settings
 from tests.browser.helpers import screenshot
 from tests.console import sign_in_page
-from tests.factories import OCT, SEPT, account, customer, tx
+from tests.factories import CAFE_LOVER, customer
 from tests.servers import ThreadedServer
 
 HAN = re.compile(r"[\u4e00-\u9fff]")
-# October adds two purchases that both match "the cafe one" to the usual story.
-CAFES = [
-    tx("T-1", "2026-09-03", "purchase", "100.00", "FreshMart"),
-    tx("T-3", "2026-10-03", "purchase", "100.00", "FreshMart"),
-    tx("T-7", "2026-10-08", "purchase", "6.20", "Blue Cafe"),
-    tx("T-8", "2026-10-09", "purchase", "4.80", "Cafe Nero"),
-    tx("T-6", "2026-10-15", "payment", "100.00", description="Payment - thank you"),
-]
-CAFE_LOVER = customer("C-3003", accounts=[account("K-1", statements=[SEPT, OCT], transactions=CAFES)])
 pytestmark = pytest.mark.bank(customer(), CAFE_LOVER, agents=("ana",))
 
 
