@@ -26,7 +26,6 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import fields
 from pathlib import Path
 from typing import Literal
 
@@ -38,7 +37,7 @@ from app.data import replay as replay_data
 from app.data.database import create_engine
 from app.replay.run import Sample, replay
 from app.replay.traffic import Arrival
-from app.settings import Settings
+from app.settings import Settings, variables
 
 CacheState = Literal["cold", "warm"]
 SECRET_KEYS = frozenset({"SGLANG_API_KEY", "SESSION_SECRET", "METRICS_TOKEN"})
@@ -63,7 +62,7 @@ class EngineProfile(msgspec.Struct, frozen=True, kw_only=True):
                 raise ValueError(f"a profile is a file of KEY=VALUE lines or LABEL:KEY=VALUE,... (got {spec!r})")
             pairs = [p.strip() for p in rest.split(",") if p.strip()]
         overrides: dict[str, str] = {}
-        known = {f.metadata["env"] for f in fields(Settings)}
+        known = variables()
         for pair in pairs:
             key, eq, value = pair.partition("=")
             key = key.strip().removeprefix("export ").strip()

@@ -33,7 +33,7 @@ from app.settings.groups import (
 )
 from app.settings.readers import SettingsError
 
-__all__ = ["PROJECT_ROOT", "Settings", "SettingsError"]
+__all__ = ["PROJECT_ROOT", "Settings", "SettingsError", "group_types", "variables"]
 
 
 def _read(kind: type, e: Mapping[str, str], before: Mapping[str, Any]) -> Any:
@@ -73,3 +73,8 @@ def group_types() -> dict[str, type]:
     """Settings' groups in reading order, each with its class."""
     hints = get_type_hints(Settings)
     return {group.name: hints[group.name] for group in fields(Settings)}
+
+
+def variables() -> set[str]:
+    """Every environment variable the settings read."""
+    return {f.metadata["env"] for kind in group_types().values() for f in fields(kind)}

@@ -129,7 +129,7 @@ def test_the_gate_passes_a_candidate_as_good_as_the_baseline(
     fake_sglang.fake.answer_for = scripted(flip=False)
     result = cli(
         "--profile", f"a=sglang:{fake_sglang.url}", "--profile", f"a-again=sglang:{fake_sglang.url}",
-        "--baseline", "a", "--candidate", "a-again", "--limit", "20", "--concurrency", "8",
+        "--baseline", "a", "--candidate", "a-again", "--limit", "20", "--concurrency", "2",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "gate passed: a-again is not worse than a" in result.output
