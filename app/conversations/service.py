@@ -171,7 +171,7 @@ class ConversationService:
         """The agent who has the conversation is typing: the customer's feed says so for WRITING_S
         (the console says it again while the agent goes on); NotYours unless they have it."""
         async with autocommit(self.db) as conn:
-            if not await conversations.mark_writing(conn, agent.tenant_id, cid, agent.agent_id, WRITING_S):
+            if not await handovers.mark_writing(conn, agent.tenant_id, cid, agent.agent_id, WRITING_S):
                 await _found(conn, agent.tenant_id, cid)  # another bank's: not found
                 raise NotYours(cid)
         self.wakeups.wake(cid)

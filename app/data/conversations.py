@@ -247,17 +247,3 @@ async def purge(conn: AsyncConnection, tenant_id: int, older_than: timedelta) ->
         {"t": tenant_id, "age": older_than},
     )
     return result.rowcount
-
-
-async def mark_writing(
-    conn: AsyncConnection, tenant_id: int, conversation_id: uuid.UUID, agent_id: int, s: float
-) -> bool:
-    """The agent who has the conversation is writing, for the next `s` seconds; False: not theirs."""
-    row = await conn.execute(
-        text(
-            "UPDATE conversations SET agent_writing_until = now() + make_interval(secs => :s)"
-            " WHERE id = :id AND tenant_id = :t AND status = 'agent' AND agent_id = :a RETURNING 1"
-        ),
-        {"s": s, "id": conversation_id, "t": tenant_id, "a": agent_id},
-    )
-    return row.first() is not None
