@@ -30,8 +30,6 @@ PROMPTS_DIR = PROJECT_ROOT / "prompts"
 FACTS_MARKER = "FACTS\n"
 # Chat templates of served model families, and the strings that end a turn in each.
 CHAT_STOPS: dict[ChatTemplate, list[str]] = {"chatml": ["<|im_end|>"], "gemma": ["<end_of_turn>"]}
-# Templates write one sentence per line, joined as each locale joins sentences (its locale.json).
-JOINERS = locales.JOINERS
 PROMPT_LOCALE = "en"  # the model plans in English whatever the customer's language; we say it in theirs
 TOP_DRIVERS = 3  # the deterministic answer names the largest drivers; the response lists all
 MAX_LABEL = 60  # merchant names and descriptions are untrusted text: short, one line
@@ -222,7 +220,7 @@ def render_fallback(
         chat=chat,
         **_formatters(facts.currency, locale),
     )
-    return JOINERS[locale].join(line.strip() for line in text.splitlines() if line.strip())
+    return locales.JOINERS[locale].join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def render_fallbacks(
@@ -238,7 +236,7 @@ def render_fallbacks(
     """The deterministic answer of each part of a question (its intents, in order), joined."""
     focus = list(focus)
     parts = (render_fallback(i, facts, locale, policy=policy, focus=focus, quotes=quotes, chat=chat) for i in intents)
-    return JOINERS[locale].join(parts)
+    return locales.JOINERS[locale].join(parts)
 
 
 @functools.lru_cache(maxsize=2)

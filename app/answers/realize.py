@@ -20,7 +20,8 @@ from app.domain.reasons import Reason
 from app.domain.slots import SLOT, Slot, change_percent, fill, items, slots
 from app.domain.validation import Contract, check_sentence
 from app.domain.vocabulary import Intent, Locale
-from app.prompts import JOINERS, claim_wordings, clean_driver, clean_entry, macros
+from app.locales import JOINERS
+from app.prompts import claim_wordings, clean_driver, clean_entry, macros
 
 
 class SlotValues(Mapping[str, str]):

@@ -45,7 +45,8 @@ from app.domain.records import Line
 from app.domain.slots import MAX_DRIVERS, items
 from app.domain.vocabulary import Intent, Locale
 from app.eval.keyfields import key_field_errors
-from app.prompts import JOINERS, phrases
+from app.locales import JOINERS
+from app.prompts import phrases
 from tests.generated_facts import KNOWN, PLAN_INTENTS, accepted_alone, random_facts
 from tests.histories import GYM, OCT, SEP, history
 
