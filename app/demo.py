@@ -14,6 +14,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from app import locales
 from app.domain.money import ZERO, cents
 from app.domain.vocabulary import PriorityClass
 
@@ -30,7 +33,6 @@ class DemoTenant:
     name: str
     priority_class: PriorityClass
     currency: str
-    zh_share: float  # share of customers who prefer Simplified Chinese
     scale: Decimal  # typical spend relative to a EUR card
     tone: str
 
@@ -41,7 +43,6 @@ TENANTS = (
         name="Northbridge Bank",
         priority_class="interactive",
         currency="EUR",
-        zh_share=0.15,
         scale=Decimal(1),
         tone="warm, clear and concise",
     ),
@@ -50,67 +51,41 @@ TENANTS = (
         name="Jade River Bank",
         priority_class="standard",
         currency="CNY",
-        zh_share=0.8,
         scale=Decimal(7),
         tone="polite, formal and precise",
     ),
 )
 
-_TEXT: dict[str, dict[str, Any]] = {
-    "en": {
-        "everyday": [
-            ("FreshMart", "groceries"),
-            ("Metro Transit", "transport"),
-            ("Corner Cafe", "dining"),
-            ("Shell", "fuel"),
-            ("BookNook", "shopping"),
-            ("Amazon", "shopping"),
-        ],
-        "recurring": [("Netflix", "entertainment", "12.99"), ("Vodafone", "utilities", "25.00")],
-        "new": [
-            ("City Gym", "sport", "12.00", "Monthly membership"),
-            ("Spotify", "entertainment", "10.99", "Premium subscription"),
-            ("Cloud Storage Plus", "software", "9.99", "Annual plan renewal"),
-        ],
-        "abroad": [("Hotel Lisboa", "travel"), ("Tokyo Ramen Bar", "dining"), ("NYC Taxi", "transport")],
-        "fx_fee": "Foreign transaction fee",
-        "late_fee": "Late payment fee",
-        "first": ["Ann", "James", "Maria", "David", "Sofia", "Liam", "Emma", "Noah", "Olivia", "Lucas"],
-        "last": [
-            "Lee",
-            "Murphy",
-            "Schmidt",
-            "Rossi",
-            "Dubois",
-            "Novak",
-            "Silva",
-            "Jansen",
-            "Kowalski",
-            "Byrne",
-        ],
-    },
-    "zh-CN": {
-        "everyday": [
-            ("盒马鲜生", "groceries"),
-            ("滴滴出行", "transport"),
-            ("瑞幸咖啡", "dining"),
-            ("中国石化", "fuel"),
-            ("京东", "shopping"),
-            ("美团外卖", "dining"),
-        ],
-        "recurring": [("爱奇艺会员", "entertainment", "12.99"), ("中国移动", "utilities", "25.00")],
-        "new": [
-            ("超级猩猩健身", "sport", "12.00", "月度会员"),
-            ("QQ音乐", "entertainment", "10.99", "豪华绿钻"),
-            ("百度网盘", "software", "9.99", "年度会员续费"),
-        ],
-        "abroad": [("东京拉面屋", "dining"), ("新加坡酒店", "travel"), ("香港的士", "transport")],
-        "fx_fee": "境外交易手续费",
-        "late_fee": "逾期还款违约金",
-        "first": ["芳", "伟", "娜", "敏", "静", "磊", "洋", "艳", "勇", "军"],
-        "last": ["王", "李", "张", "刘", "陈", "杨", "赵", "黄", "周", "吴"],
-    },
-}
+
+class DemoWords(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A locale's demo data (prompts/locales/<locale>/demo.json): what its customers' bills say."""
+
+    share: dict[str, float]  # by demo bank: the share of its customers who prefer this locale
+    name: str  # how a customer's name is written: "{first} {last}"
+    payment: str  # a payment's description
+    everyday: tuple[tuple[str, str], ...]  # (merchant, category)
+    recurring: tuple[tuple[str, str, Decimal], ...]  # (merchant, category, amount in EUR)
+    new: tuple[tuple[str, str, Decimal, str], ...]  # (merchant, category, amount, description)
+    abroad: tuple[tuple[str, str], ...]
+    fx_fee: str
+    late_fee: str
+    first: tuple[str, ...]
+    last: tuple[str, ...]
+
+
+def _words(locale: str) -> DemoWords:
+    return locales.read(locale, "demo.json", DemoWords)
+
+
+def _locale(rng: random.Random, tenant: DemoTenant) -> str:
+    """A customer's locale: each other locale by its share of the bank's customers, else the default."""
+    draw, share = rng.random(), 0.0
+    for locale in locales.locales():
+        if locale != locales.default():
+            share += _words(locale).share.get(tenant.slug, 0.0)
+            if draw < share:
+                return locale
+    return locales.default()
 
 
 def _periods(last_end: date, months: int) -> list[tuple[date, date]]:
@@ -135,7 +110,7 @@ def _day(rng: random.Random, start: date, end: date) -> date:
 def _account(
     rng: random.Random, tenant: DemoTenant, locale: str, ref: str, story: str, last_end: date
 ) -> dict[str, Any]:
-    text = _TEXT[locale]
+    text = _words(locale)
     scale = tenant.scale
     transactions: list[dict[str, Any]] = []
     statements: list[dict[str, Any]] = []
@@ -167,30 +142,30 @@ def _account(
     for index, (start, end) in enumerate(periods):
         last = index == len(periods) - 1
         before = len(transactions)
-        for merchant, category, amount in text["recurring"]:
-            add(_day(rng, start, end), "purchase", cents(Decimal(amount) * scale), merchant, category, None)
+        for merchant, category, amount in text.recurring:
+            add(_day(rng, start, end), "purchase", cents(amount * scale), merchant, category, None)
         for _ in range(rng.randint(3, 7)):
-            merchant, category = rng.choice(text["everyday"])
+            merchant, category = rng.choice(text.everyday)
             add(_day(rng, start, end), "purchase", _money(rng, 4, 90, scale), merchant, category, None)
         if last and story == "new_subscription":
-            merchant, category, amount, description = rng.choice(text["new"])
+            merchant, category, amount, description = rng.choice(text.new)
             add(
                 _day(rng, start, end),
                 "purchase",
-                cents(Decimal(amount) * scale),
+                cents(amount * scale),
                 merchant,
                 category,
                 description,
             )
         if last and story == "fx_fees":
             for _ in range(rng.randint(1, 3)):
-                merchant, category = rng.choice(text["abroad"])
+                merchant, category = rng.choice(text.abroad)
                 amount = _money(rng, 20, 200, scale)
                 posted = _day(rng, start, end)
                 add(posted, "purchase", amount, merchant, category, None)
-                add(posted, "fee", cents(amount * Decimal("0.02")), None, "fees", text["fx_fee"])
+                add(posted, "fee", cents(amount * Decimal("0.02")), None, "fees", text.fx_fee)
         if last and story == "refund":
-            merchant, category = rng.choice(text["everyday"])
+            merchant, category = rng.choice(text.everyday)
             add(_day(rng, start, end), "refund", _money(rng, 10, 60, scale), merchant, category, None)
         if unpaid_before > 0:
             add(end, "interest", cents(unpaid_before * Decimal("0.018")), None, "interest", None)
@@ -201,7 +176,7 @@ def _account(
                 cents(Decimal(25) * scale),
                 None,
                 "fees",
-                text["late_fee"],
+                text.late_fee,
             )
         # Payments for the previous statement, posted in this period, were added last iteration.
         activity = sum(
@@ -236,7 +211,7 @@ def _account(
                 paid,
                 None,
                 "payment",
-                "Payment - thank you" if locale == "en" else "还款 - 谢谢",
+                text.payment,
             )
         missed_due = paid < minimum
         unpaid_before = max(balance - paid, ZERO)
@@ -260,10 +235,10 @@ def generate(
     people = []
     account_no = 1000
     for n in range(customers):
-        locale = "zh-CN" if rng.random() < tenant.zh_share else "en"
-        text = _TEXT[locale]
-        first, last = rng.choice(text["first"]), rng.choice(text["last"])
-        name = f"{last}{first}" if locale == "zh-CN" else f"{first} {last}"
+        locale = _locale(rng, tenant)
+        text = _words(locale)
+        first, last = rng.choice(text.first), rng.choice(text.last)
+        name = text.name.format(first=first, last=last)
         accounts = []
         for _ in range(1 if rng.random() < 0.75 else 2):
             account_no += 1

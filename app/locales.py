@@ -2,10 +2,13 @@
 the folders register: adding a folder adds a locale, and nothing else in the service names one.
 
 A folder holds what its locale says: `locale.json` (its name, how its sentences join, how it writes
-amounts and dates), `words.json` (the chat widget's and the demo page's strings), the answers'
-templates (`claims.j2`, `fallback/`, `macros.j2`, `conversation.j2`), its search words (`search.json`,
-`pii.json`) and the words a question is understood by (`lexicon.json`, its script among them). The
-files are read here, at the edge; the domain is handed plain data (`formatting.Style`, `Lexicon`).
+amounts and dates, whether the console or the model speaks it), `words.json` (the chat widget's and
+the demo page's strings), the answers' templates (`claims.j2`, `fallback/`, `macros.j2`,
+`conversation.j2`), its search words (`search.json`, `pii.json`), the words a question is understood
+by (`lexicon.json`, its script among them) and a sentence is checked by (`validation.json`), and its
+customers' demo data and generated questions (`demo.json`, `traffic.json`, read through `read` by
+app/demo.py and app/replay/traffic.py). The files are read here, at the edge; the domain is handed
+plain data (`formatting.Style`, `Lexicon`, `validation.Checks`).
 `use()` points the process at another folder of locales (the tests' generated pseudo-locale,
 tests/pseudo_locale.py); the service reads no variable of its own here (its settings: app/settings/)."""
 
@@ -16,12 +19,12 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 from jinja2 import BaseLoader, Environment, FileSystemLoader
 
-from app.domain import formatting, lexicon
+from app.domain import formatting, lexicon, validation
 from app.domain.vocabulary import Intent
 from app.settings import PROJECT_ROOT
 
@@ -43,6 +46,8 @@ class LocaleData(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     # priority after a miss. A customer's own wording is never cached (app/answers/cache.py).
     canonical: dict[Intent, str] = {}
     default: bool = False  # the locale of a customer or a page that says none
+    console: bool = False  # the console's: it speaks one language to the bank's staff
+    model: bool = False  # the model's: it plans in one language, the service says it in the customer's
 
 
 def root() -> Path:
@@ -55,7 +60,9 @@ def use(folder: Path) -> None:
     _root = Path(folder)
     registry.cache_clear()
     words.cache_clear()
+    _read.clear()
     understood.cache_clear()
+    checks.cache_clear()
     for clear in _listeners:
         clear()
 
@@ -72,8 +79,9 @@ def registry() -> dict[str, LocaleData]:
         path.parent.name: msgspec.json.decode(path.read_bytes(), type=LocaleData)
         for path in sorted(_root.glob("*/locale.json"))
     }
-    if sum(data.default for data in found.values()) != 1:
-        raise ValueError(f'exactly one locale in {_root} must say "default": true')
+    for flag in ("default", "console", "model"):
+        if sum(getattr(data, flag) for data in found.values()) != 1:
+            raise ValueError(f'exactly one locale in {_root} must say "{flag}": true')
     return found
 
 
@@ -83,6 +91,16 @@ def locales() -> tuple[str, ...]:
 
 def default() -> str:
     return next(name for name, data in registry().items() if data.default)
+
+
+def console() -> str:
+    """The locale the console speaks, whatever the tenant's customers speak."""
+    return next(name for name, data in registry().items() if data.console)
+
+
+def model() -> str:
+    """The locale the model plans in, whatever the customer's language."""
+    return next(name for name, data in registry().items() if data.model)
 
 
 def data(locale: str) -> LocaleData:
@@ -163,6 +181,21 @@ def words(locale: str) -> dict[str, Any]:
     return decoded
 
 
+T = TypeVar("T")
+_read: dict[tuple[str, str, type], Any] = {}  # read(), by locale, file and the type it is read as
+
+
+def read(locale: str, file: str, kind: type[T]) -> T:
+    """One JSON file of a locale's folder decoded as `kind`, the reader's own typed view of it (the
+    demo's data words, the replayed traffic's questions); read once until `use()`."""
+    key = (locale, file, kind)
+    if key not in _read:
+        data(locale)
+        _read[key] = msgspec.json.decode((_root / locale / file).read_bytes(), type=kind)
+    decoded: T = _read[key]
+    return decoded
+
+
 def each(file: str) -> dict[str, Any]:
     """One JSON file of every locale's folder (`lexicon.json`, `keyfields.json`), decoded, by locale."""
     return {name: msgspec.json.decode((_root / name / file).read_bytes()) for name in registry()}
@@ -175,9 +208,21 @@ def understood() -> lexicon.Lexicon:
     return lexicon.build(each("lexicon.json"), {name: d.language for name, d in registry().items()})
 
 
+@functools.cache
+def checks() -> validation.Checks:
+    """What the truth contract checks a sentence by (app/domain/validation.py): every locale's
+    `validation.json`, and the model's locale's month names, handed to the domain below."""
+    return validation.build(each("validation.json"), data(model()).formatting.months)
+
+
+validation.current.provide(checks)
+
+
 def version_files() -> list[Path]:
-    """The files whose bytes make an answer: a changed one is a new prompt version."""
-    return sorted([*_root.rglob("*.j2"), *_root.glob("*/locale.json")])
+    """The files whose bytes make an answer: a changed one is a new prompt version (the words a
+    question is understood by and a sentence is checked by among them)."""
+    files = ("locale.json", "lexicon.json", "validation.json")
+    return sorted([*_root.rglob("*.j2"), *(path for name in files for path in _root.glob(f"*/{name}"))])
 
 
 class TemplateLoader(BaseLoader):

@@ -30,7 +30,6 @@ PROMPTS_DIR = PROJECT_ROOT / "prompts"
 FACTS_MARKER = "FACTS\n"
 # Chat templates of served model families, and the strings that end a turn in each.
 CHAT_STOPS: dict[ChatTemplate, list[str]] = {"chatml": ["<|im_end|>"], "gemma": ["<end_of_turn>"]}
-PROMPT_LOCALE = "en"  # the model plans in English whatever the customer's language; we say it in theirs
 TOP_DRIVERS = 3  # the deterministic answer names the largest drivers; the response lists all
 MAX_LABEL = 60  # merchant names and descriptions are untrusted text: short, one line
 
@@ -52,8 +51,9 @@ locales.on_change(lambda: _env.cache.clear() if _env.cache is not None else None
 
 
 def template_version(root: Any = PROMPTS_DIR) -> str:
-    """A short hash of every template's name and bytes (and of each locale's locale.json, which
-    says how its answers write amounts and dates)."""
+    """A short hash of every template's name and bytes, and of each locale's locale.json (how its
+    answers write amounts and dates), lexicon.json (how a question is understood, so which answer it
+    gets) and validation.json (which sentences are said): app/locales.py `version_files`."""
     digest = hashlib.sha256()
     own = [path for path in root.rglob("*.j2") if "locales" not in path.relative_to(root).parts[:1]]
     for path in sorted(own):
@@ -173,7 +173,7 @@ def render_prompt(
             question=_delimited(question),
             previous=_delimited(previous_question) if previous_question else None,
             direction=sign_word,
-            **_formatters(facts.currency, PROMPT_LOCALE),
+            **_formatters(facts.currency, locales.model()),  # the model plans in its locale; we say it in theirs
         )
         .strip()
     )

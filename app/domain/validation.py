@@ -18,11 +18,14 @@ A refused sentence is never said: the deterministic answer is served instead, wi
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 
 from app.domain.facts import BillFacts
+from app.domain.provided import Provided
 from app.domain.reasons import Reason, Rule
 from app.domain.slots import SLOT, Role, Slot, labels, slots
 
@@ -46,109 +49,93 @@ def _refuse(rule: Rule, detail: str = "") -> Verdict:
     return Verdict(Reason(rule=rule, detail=detail[:120]))
 
 
-_I = re.I
 # The share of a sentence's letters that are Chinese characters, at least and at most: how a locale's
 # text is told from another's (its locale.json `han_share`; English at most 0.2, Chinese at least 0.4).
 HanShare = tuple[float, float]
-# The model writes English (its claims are said in the customer's language by the service), so a
-# date it writes itself is an English one.
-MONTHS_EN = (
-    *("January", "February", "March", "April", "May", "June"),
-    *("July", "August", "September", "October", "November", "December"),
-)
-# Capitalised only: "you may" is no date.
-_MONTHS = re.compile(
-    r"\b(?:" + "|".join(sorted({*MONTHS_EN, *(m[:3] for m in MONTHS_EN)}, key=len, reverse=True)) + r")\b"
-)
-_CJK_NUMBER = "[零〇一二两三四五六七八九十百千万亿]"
-# What only a slot may write.
-_FIGURE = re.compile(
-    r"[0-9０-９]|[%％€$¥£￥]|\b(?:EUR|USD|CNY|RMB|GBP|HKD|JPY|euros?|dollars?|yuan|percent|per\s+cent)\b|百分之"
-    rf"|元|块钱|{_CJK_NUMBER}+\s*(?:元|块|月|日|号|年|%|％)"
-    r"|\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred|"
-    r"thousand)\s+(?:euros?|dollars?|yuan|percent)\b",
-    _I,
-)
-_STATUS_WORDS = re.compile(
-    r"\b(?:paid|unpaid|repaid|prepaid|paying|settled?|clear(?:ed)?|overdue|late|missed|arrived?|arrives|received?|"
-    r"credited|owe[ds]?|owing|in\s+full|fully|partial(?:ly)?|past\s+due|failed|declined|rejected|bounced|reversed|"
-    r"cancell?ed|delayed|processed|complete[ds]?|confirmed|successful(?:ly)?|went\s+through|on\s+time|up\s+to\s+date|"
-    r"all\s+set|(?:need|needs|have|has|must|should|please)\s+(?:to\s+)?pay|nothing\s+(?:is\s+)?(?:due|owed|left|"
-    r"outstanding|to\s+pay)|no\s+(?:balance|amount|payment)|(?:balance|bill|statement)\s+(?:is|has\s+been)\s+zero|zero\s+balance)\b"
-    r"|(?<!minimum )\bpayments?\s+(?:is|was|has|have|went)\b"
-    r"|还款|还清|还完|还上|结清|付清|付款|付过|付了|已付|未付|支付|缴|逾期|过期|到账|收到|欠|全额|部分|无需|不需要|不必|不用|"
-    r"已还|未还|没还|还了|失败|被拒|拒绝|退回|延迟|为零|清零|完成|成功",
-    _I,
-)
-# Chinese words for the minimum payment and the due date contain 还款 (repayment) without claiming anything.
-_NEUTRAL = re.compile(r"最低还款额?|还款日期?|还款截止日?|还款状态")
-# Words that give the next slot a role; the closest one before a slot must fit it.
-_ROLE_CUES: list[tuple[re.Pattern[str], frozenset[Role]]] = [
-    (
-        re.compile(
-            r"\bnew\s+balance\b|\bcurrent\s+balance\b|\bstatement\s+balance\b|\bbill\s+(?:totals?|comes\s+to|"
-            r"amount)\b|\bthis\s+month'?s?\s+(?:bill|balance|statement)\b|本期账单金额|本期余额|新余额|账单金额|"
-            r"本期应还|当前余额",
-            _I,
+_NEVER = re.compile(r"(?!)")
+# Language-neutral: what only a slot may write, and where a sentence ends, in every locale.
+_FIGURE_SIGNS = r"[0-9]|[%€$¥£]"
+_LINE_END = r"\n"
+# The role cues (each locale's validation.json "roles"), in the order a tie between two is decided.
+CUE_ROLES: dict[str, frozenset[Role]] = {
+    "new_balance": frozenset({"new_balance"}),
+    "previous_balance": frozenset({"previous_balance"}),
+    "difference": frozenset({"difference", "change_percent", "driver"}),
+    "minimum_due": frozenset({"minimum_due"}),
+    "compared": frozenset({"previous_balance"}),
+    "to": frozenset({"new_balance", "period"}),
+    "due_date": frozenset({"due_date"}),
+    "outstanding": frozenset({"outstanding"}),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Checks:
+    """The words a sentence is checked by, built from every locale's own (prompts/locales/<locale>/
+    validation.json, read by app/locales.py and handed here as plain data): each pattern is the
+    alternation of the locales' patterns for it, as the model may write in any of them."""
+
+    months: re.Pattern[str]  # a date the model writes itself: its own locale's month names
+    figure: re.Pattern[str]  # what only a slot may write
+    # Status words are refused outright; "neutral" words contain one without claiming anything
+    # (Chinese words for the minimum payment and the due date contain 还款, repayment).
+    status: re.Pattern[str]
+    neutral: re.Pattern[str]
+    # Words that give the next slot a role; the closest one before a slot must fit it.
+    cues: tuple[tuple[re.Pattern[str], frozenset[Role]], ...]
+    outstanding_after: re.Pattern[str]  # a cue right after a slot: "{x} is still to pay"
+    clause_end: re.Pattern[str]
+    up: re.Pattern[str]
+    down: re.Pattern[str]
+    same: re.Pattern[str]
+    # A sentence ends at . ! ? followed by a space or the end, or at a Chinese full stop, or a line break.
+    sentence_end: re.Pattern[str]
+
+
+def _either(patterns: Iterable[str], flags: int = 0) -> re.Pattern[str]:
+    unique = [p for p in dict.fromkeys(patterns) if p]  # a copy of a locale's words adds nothing
+    return re.compile("|".join(unique), flags) if unique else _NEVER
+
+
+def build(parts: Mapping[str, Mapping[str, Any]], months: Sequence[str]) -> Checks:
+    """The checks from every locale's decoded `validation.json`, by locale, in the locales' order;
+    `months`: the model's own locale's month names (a date it writes itself is written its way)."""
+    files = list(parts.values())
+
+    def field(name: str, flags: int = 0, first: str = "", last: str = "") -> re.Pattern[str]:
+        return _either([first, *(f.get(name, "") for f in files), last], flags)
+
+    # Capitalised only: "you may" is no date.
+    names = sorted({*months, *(m[:3] for m in months)}, key=len, reverse=True)
+    return Checks(
+        months=re.compile(r"\b(?:" + "|".join(names) + r")\b") if names else _NEVER,
+        figure=field("figure", re.I, first=_FIGURE_SIGNS),
+        status=field("status", re.I),
+        neutral=field("neutral"),
+        cues=tuple(
+            (_either((f.get("roles", {}).get(cue, "") for f in files), re.I), roles) for cue, roles in CUE_ROLES.items()
         ),
-        frozenset({"new_balance"}),
-    ),
-    (
-        re.compile(
-            r"\bprevious\s+(?:balance|statement|bill)\b|\blast\s+(?:month|statement)'?s?\b|\bopening\s+balance\b"
-            r"|上期|上个月|上月",
-            _I,
-        ),
-        frozenset({"previous_balance"}),
-    ),
-    (
-        re.compile(
-            r"\b(?:went|gone|go)\s+(?:up|down)\s+by\b|\b(?:higher|lower|more|less|increased?|decreased?|rose|"
-            r"fell|dropped|changed?|up|down)\s+by\b|\bdifference\s+(?:is|of)\b|\bchange\s+(?:is|of)\b|差额|"
-            r"(?:增加|减少|上涨|下降|增长|上升|降低|多|少|变化)了?",
-            _I,
-        ),
-        frozenset({"difference", "change_percent", "driver"}),
-    ),
-    (re.compile(r"\bminimum\s+(?:payment|amount|due)?|最低还款(?:额)?", _I), frozenset({"minimum_due"})),
-    (re.compile(r"\bcompared\s+(?:to|with)\b|\bthan\b", _I), frozenset({"previous_balance"})),
-    (re.compile(r"\bto\b|至|到", _I), frozenset({"new_balance", "period"})),
-    (
-        re.compile(r"\bdue\s+(?:on|by|date)\b|\bdeadline\b|\bpay\s+(?:it\s+)?by\b|到期日?|还款日|截止", _I),
-        frozenset({"due_date"}),
-    ),
-    (
-        re.compile(r"\bstill\s+to\s+pay\b|\bleft\s+to\s+pay\b|\bremaining\b|\boutstanding\b|待还|剩余|仍需|还需", _I),
-        frozenset({"outstanding"}),
-    ),
-]
-# A cue right after a slot: "{x} is still to pay" makes x the outstanding amount.
-_OUTSTANDING_AFTER = re.compile(r"\s*(?:is\s+|are\s+)?(?:still\s+to\s+pay|left\s+to\s+pay|remaining|outstanding)\b", _I)
-_CLAUSE_END = re.compile(r"[,;:，；：、（）()—]|\band\b|\bbut\b|\bwhile\b|\bwhich\b|和|但|并且|其中")
-_UP = re.compile(
-    r"\b(?:higher|increased?|increases|increasing|went\s+up|gone\s+up|rose|risen|grew|grown|up\s+by|larger|bigger)\b"
-    r"|\bmore\s+than\b|增加|上涨|上升|增长|多了|多出|高于|提高",
-    _I,
-)
-_DOWN = re.compile(
-    r"\b(?:lower|decreased?|decreases|decreasing|went\s+down|gone\s+down|fell|fallen|dropped|down\s+by|smaller|"
-    r"reduced|reduction)\b|\bless\s+than\b|减少|下降|下跌|少了|低于|降低",
-    _I,
-)
-_SAME = re.compile(
-    r"\b(?:unchanged|the\s+same|no\s+change|did\s+not\s+change|didn'?t\s+change|stayed)\b|不变|没有变化|持平|相同|一样",
-    _I,
-)
+        outstanding_after=field("outstanding_after", re.I),
+        clause_end=field("clause_end"),
+        up=field("up", re.I),
+        down=field("down", re.I),
+        same=field("same", re.I),
+        sentence_end=field("sentence_end", last=_LINE_END),
+    )
+
+
+# The checks of every locale's folder, handed over by app/locales.py.
+current: Provided[Checks] = Provided("checks")
+
+
 _CJK = re.compile(r"[\u3400-\u9fff]")
 _LATIN = re.compile(r"[A-Za-z]")
-# A sentence ends at . ! ? followed by a space or the end, or at a Chinese full stop, or a line break.
-_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|[。！？]|\n")
 
 
 def sentence_ends(text: str) -> list[int]:
     """Where each complete sentence of `text` ends (an unfinished one at the end has none yet)."""
     ends = []
-    for match in _SENTENCE_END.finditer(text):
+    for match in current().sentence_end.finditer(text):
         if match.group(0) in ".!?" and match.end() == len(text):
             break  # a full stop at the very end may still be "3." of "3.50", or an ellipsis: wait
         ends.append(match.end())
@@ -183,9 +170,10 @@ def _outside(sentence: str) -> str:
 
 def _role_cue(before: str) -> frozenset[Role] | None:
     """The roles the closest cue in the clause before a slot allows; None without a cue."""
-    clause = _CLAUSE_END.split(before)[-1]
+    checks = current()
+    clause = checks.clause_end.split(before)[-1]
     best: tuple[int, frozenset[Role]] | None = None
-    for pattern, roles in _ROLE_CUES:
+    for pattern, roles in checks.cues:
         for match in pattern.finditer(clause):
             if best is None or match.end() > best[0]:
                 best = (match.end(), roles)
@@ -193,8 +181,9 @@ def _role_cue(before: str) -> frozenset[Role] | None:
 
 
 def _direction(sentence: str, named: list[Slot], difference_sign: int) -> Verdict:
-    bare = _outside(sentence)
-    claimed = {sign for pattern, sign in ((_UP, 1), (_DOWN, -1), (_SAME, 0)) if pattern.search(bare)}
+    bare, checks = _outside(sentence), current()
+    directions = ((checks.up, 1), (checks.down, -1), (checks.same, 0))
+    claimed = {sign for pattern, sign in directions if pattern.search(bare)}
     if not claimed:
         return OK
     if len(claimed) > 1:
@@ -246,13 +235,14 @@ def check_sentence(sentence: str, contract: Contract, han: HanShare) -> Verdict:
 def _check_sentence(sentence: str, contract: Contract, han: HanShare) -> Verdict:
     if not (verdict := _language(sentence, han)).ok:
         return verdict
+    checks = current()
     named: list[Slot] = []
     for match in SLOT.finditer(sentence):
         slot = contract.slots.get(match.group(1))
         if slot is None:
             return _refuse("unknown_slot", match.group(0))
         cue = _role_cue(sentence[: match.start()])
-        if cue is None and _OUTSTANDING_AFTER.match(sentence, match.end()):
+        if cue is None and checks.outstanding_after.match(sentence, match.end()):
             cue = frozenset({"outstanding"})
         if cue is not None and slot.role not in cue and slot.kind != "label":
             return _refuse("role_mismatch", f"{sentence[max(0, match.start() - 40) : match.end()]}")
@@ -260,9 +250,9 @@ def _check_sentence(sentence: str, contract: Contract, han: HanShare) -> Verdict
     bare = _outside(sentence)
     if "{" in bare or "}" in bare:
         return _refuse("unknown_slot", bare.strip())
-    if figure := _FIGURE.search(bare) or _MONTHS.search(bare):
+    if figure := checks.figure.search(bare) or checks.months.search(bare):
         return _refuse("unslotted_figure", figure.group(0))
-    if status := _STATUS_WORDS.search(_NEUTRAL.sub(" ", bare)):
+    if status := checks.status.search(checks.neutral.sub(" ", bare)):
         return _refuse("status_claim", status.group(0))
     lowered = bare.lower()
     for lower, label in contract.labels.items():

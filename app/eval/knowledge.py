@@ -110,13 +110,13 @@ def markdown(results: Mapping[str, dict[str, Tally]]) -> str:
 async def traffic_shift(
     conn: AsyncConnection | asyncpg.Connection,
     tenants: Mapping[str, int],
-    mix: Sequence[tuple[str, float, list[str], list[str]]],
+    mix: Sequence[tuple[str, float, Mapping[str, list[str]]]],
 ) -> tuple[float, float]:
     """The share of a traffic mix's questions (app/replay/traffic.py) read as out of scope, which a widget
     conversation hands to a person: by the rules alone, and once the library answers what it can."""
     before = after = 0.0
-    for _, share, english, chinese in mix:
-        questions = [("en", q) for q in english] + [("zh-CN", q) for q in chinese]
+    for _, share, asked in mix:
+        questions = [(locale, q) for locale, written in asked.items() for q in written]
         for locale, question in questions:
             for tenant in tenants.values():
                 weight = share / len(questions) / len(tenants)

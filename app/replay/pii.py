@@ -39,6 +39,7 @@ from typing import Literal, NamedTuple
 import phonenumbers
 from stdnum import iban, luhn
 
+from app import locales
 from app.domain.vocabulary import Locale
 from app.replay.pii_names import Directory, find_names
 from app.replay.pii_words import every_locale, pii_words
@@ -139,7 +140,8 @@ def _phones(text: str, regions: Iterable[str]) -> list[Span]:
 @functools.cache
 def _account_pattern() -> re.Pattern[str]:
     words = _alternatives(w for locale in every_locale() for w in locale.account)
-    return re.compile(rf"(?:{words})\.?\s*(?:#|:|：)?\s*(\d[\d -]{{4,}}\d)(?!\d)", re.IGNORECASE)
+    marks = _alternatives(w for locale in every_locale() for w in locale.marks)
+    return re.compile(rf"(?:{words})\.?\s*(?:{marks})?\s*(\d[\d -]{{4,}}\d)(?!\d)", re.IGNORECASE)
 
 
 def _accounts(text: str) -> list[Span]:
@@ -149,7 +151,8 @@ def _accounts(text: str) -> list[Span]:
 @functools.cache
 def _code_pattern() -> re.Pattern[str]:
     words = _alternatives(w for locale in every_locale() for w in locale.secret)
-    return re.compile(rf"(?:{words})\s*(?:is|是|为|:|：|#)?\s*(\d{{3,8}})(?!\d)", re.IGNORECASE)
+    between = _alternatives(w for locale in every_locale() for w in (*locale.copulas, *locale.marks))
+    return re.compile(rf"(?:{words})\s*(?:{between})?\s*(\d{{3,8}})(?!\d)", re.IGNORECASE)
 
 
 def _codes(text: str) -> list[Span]:
@@ -164,10 +167,12 @@ class Masker:
         self.directory = Directory(names)
         self.regions = tuple(r for c in sorted(set(currencies)) for r in CURRENCY_REGIONS.get(c.upper(), ()))
 
-    def spans(self, text: str, locale: Locale = "en") -> list[Span]:
+    def spans(self, text: str, locale: Locale | None = None) -> list[Span]:
         """The personal data in `text`, left to right, none overlapping another."""
         written = [w.regions for w in every_locale() if re.search(w.script, text)]  # 请打138…: China's
-        regions = dict.fromkeys((*pii_words(locale).regions, *self.regions, *(r for rs in written for r in rs)))
+        regions = dict.fromkeys(
+            (*pii_words(locale or locales.default()).regions, *self.regions, *(r for rs in written for r in rs))
+        )
         amounts = _amounts(text)
         found = [
             *(Span(m.start(), m.end(), "email") for m in EMAIL.finditer(text)),
@@ -192,7 +197,7 @@ class Masker:
                 joined.append(span)
         return joined
 
-    def mask(self, text: str, locale: Locale = "en") -> str:
+    def mask(self, text: str, locale: Locale | None = None) -> str:
         out, at = [], 0
         for span in self.spans(text, locale):
             out += [text[at : span.start], f"<{span.kind}>"]
@@ -215,6 +220,6 @@ def _inside(span: Span, amounts: list[tuple[int, int]]) -> bool:
     return any(start < span.end and span.start < end for start, end in amounts)
 
 
-def mask(text: str, names: Iterable[str] = (), locale: Locale = "en", currencies: Iterable[str] = ()) -> str:
+def mask(text: str, names: Iterable[str] = (), locale: Locale | None = None, currencies: Iterable[str] = ()) -> str:
     """The text with personal data replaced; `names`: the bank's customers (its directory)."""
     return Masker(names, currencies).mask(text, locale)

@@ -219,7 +219,7 @@ def _han_names(text: str, directory: Directory, words: PiiWords) -> Iterator[Ran
     for phrase in (*words.introducers, *relations):
         for found in re.finditer(re.escape(phrase), text):
             at = found.end()
-            stop = re.compile("|".join(["[^\u4e00-\u9fff]", *map(re.escape, words.stops)])).search(text, at)
+            stop = re.compile("|".join([f"(?s:(?!{words.script}).)", *map(re.escape, words.stops)])).search(text, at)
             rest = text[at : stop.start() if stop else len(text)]
             longest = 4 if rest[:2] in words.surnames else 3
             if at in person:  # the segmenter's reading first: 我老婆赵敏刷了 is 赵敏

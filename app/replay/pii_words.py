@@ -31,6 +31,8 @@ class PiiWords(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     currency: tuple[str, ...]
     account: tuple[str, ...]
     secret: tuple[str, ...]  # a security code, a PIN, a one-time code: the digits after it are masked
+    marks: tuple[str, ...]  # what may stand between an account or a secret's word and its digits (":")
+    copulas: tuple[str, ...]  # what may stand between a secret's word and its digits ("is")
     surnames: frozenset[str]
     stops: tuple[str, ...]  # words that end a name written without spaces (的 of 张伟的)
     business: tuple[str, ...]

@@ -17,22 +17,30 @@ from datetime import date, datetime
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app import locales
 from app.data import replay as replay_data
 from app.data.directory import tenant_people
 from app.domain.vocabulary import Channel, Locale
 from app.replay.pii import Masker
 
-# (intent, share, English questions, Chinese questions): the mix customers send after a statement.
-QUESTION_MIX = [
-    ("bill_change", 0.45, ["Why is my bill higher than last month?", "Why did my balance change?",
-                           "Why is my statement different this month?"],
-     ["为什么这个月账单多了？", "为什么我的余额变了？"]),
-    ("payment", 0.25, ["Did my payment arrive?", "When is my payment due?", "How much do I still owe?"],
-     ["我的还款到账了吗？", "什么时候到期？"]),
-    ("charge", 0.15, ["What is this charge?", "What is this transaction?"], ["这笔消费是什么？"]),
-    ("fees_interest", 0.10, ["Why was I charged interest?", "What is this fee?"], ["为什么收我利息？"]),
-    ("out_of_scope", 0.05, ["Can you raise my credit limit?", "What's the weather tomorrow?"], ["我想申请贷款"]),
-]  # fmt: skip
+
+class Questions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What a locale's customers ask in a generated traffic file (prompts/locales/<locale>/traffic.json)."""
+
+    questions: dict[str, list[str]]  # by intent
+
+
+# (intent, share): the mix customers send after a statement.
+SHARES = (("bill_change", 0.45), ("payment", 0.25), ("charge", 0.15), ("fees_interest", 0.10), ("out_of_scope", 0.05))
+
+
+def question_mix() -> list[tuple[str, float, dict[str, list[str]]]]:
+    """(intent, share, each locale's questions for it, by locale)."""
+    asked = {locale: locales.read(locale, "traffic.json", Questions).questions for locale in locales.locales()}
+    return [(intent, share, {locale: words[intent] for locale, words in asked.items()}) for intent, share in SHARES]
+
+
+QUESTION_MIX = question_mix()
 
 
 class Arrival(msgspec.Struct, frozen=True, kw_only=True):
@@ -82,15 +90,17 @@ def generate(
     rng = random.Random(seed)
     tenants = sorted(people)
     sizes = [len(people[t]) for t in tenants]
-    shares = [share for _, share, _, _ in QUESTION_MIX]
+    mix = question_mix()
+    shares = [share for _, share, _ in mix]
     arrivals = []
     for at in arrival_times(rate, duration_s, process, rng):
         tenant = rng.choices(tenants, weights=sizes)[0]
         ref, locale, customer = rng.choice(people[tenant])
-        if rng.random() < 0.1:  # some customers write in the other language
-            locale = "zh-CN" if locale == "en" else "en"
-        _, _, english, chinese = rng.choices(QUESTION_MIX, weights=shares)[0]
-        question = rng.choice(chinese if locale == "zh-CN" else english)
+        if (other := rng.random()) < 0.1:  # some customers write in another language, the draw says which
+            others = [name for name in mix[0][2] if name != locale]
+            locale = others[int(other / 0.1 * len(others))]
+        _, _, asked = rng.choices(mix, weights=shares)[0]
+        question = rng.choice(asked.get(locale, asked[locales.default()]))
         draw = rng.random()
         channel: Channel = "batch" if draw < batch_share else "widget" if draw < batch_share + widget_share else "api"
         arrivals.append(

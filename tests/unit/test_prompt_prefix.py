@@ -1,5 +1,5 @@
 """What the static prefix depends on: each tenant's policy and each chat template get their own;
-the template version follows the template sources."""
+the template version follows the template sources and each locale's words."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ import shutil
 from datetime import date
 from pathlib import Path
 
+import pytest
+
+from app import locales
 from app.domain.facts import compute_facts
 from app.domain.policy import TenantPolicy
 from app.domain.vocabulary import ChatTemplate
@@ -41,3 +44,26 @@ def test_a_changed_template_changes_the_version(tmp_path: Path) -> None:
     shutil.copytree(PROMPTS_DIR, tmp_path / "again")
     (tmp_path / "again" / "chat" / "chatml.j2").rename(tmp_path / "again" / "chat" / "renamed.j2")
     assert template_version(tmp_path / "again") != PROMPT_VERSION
+
+
+@pytest.mark.parametrize(
+    ("file", "before", "after"),
+    [
+        ("lexicon.json", "账单", "帐单"),  # a word a question is understood by: another intent, another answer
+        ("validation.json", "上个月", "上月份"),  # a word a sentence is checked by: another sentence said
+        ("locale.json", "元", "圆"),  # how an amount is written
+    ],
+)
+def test_a_locales_changed_words_change_the_version(tmp_path: Path, file: str, before: str, after: str) -> None:
+    copy = tmp_path / "locales"
+    shutil.copytree(locales.DEFAULT_ROOT, copy)
+    locales.use(copy)
+    try:
+        assert template_version() == PROMPT_VERSION
+        target = copy / "zh-CN" / file
+        text = target.read_text(encoding="utf-8")
+        assert before in text
+        target.write_text(text.replace(before, after, 1), encoding="utf-8")
+        assert template_version() != PROMPT_VERSION
+    finally:
+        locales.use(locales.DEFAULT_ROOT)

@@ -15,8 +15,9 @@ from app.data.audit import AnswerRecord
 from app.domain.facts import BillFacts, Driver
 from app.domain.reasons import Reason, Rule
 
-# The console speaks English; amounts and dates are written the English way in every tenant.
-LOCALE = "en"
+# The console speaks one language (its locale.json says "console": true); amounts and dates are
+# written its way in every tenant.
+LOCALE = locales.console()
 
 
 class _Names(Mapping[str, str]):
