@@ -4,9 +4,11 @@ TEST_DATABASE_URL), else the embedded one. Each run gets a fresh database, migra
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
+from unittest import mock
 
 import msgspec
 import pytest
@@ -18,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from app.api.app import create_app
 from app.cli import main
+from app.data import agents as agent_store
 from app.data.agents import create_agent
 from app.data.database import create_engine, migrate
 from app.data.importer import ImportReport
@@ -25,6 +28,7 @@ from app.data.knowledge import import_library
 from app.data.tenants import create_tenant, issue_api_key, set_limits
 from app.domain.knowledge import ArticleIn
 from app.inference.embedded import EmbeddedEngine, default_model_path
+from app.security import hash_password
 from app.settings import Settings
 from bench.fakes.sglang_server import RunningFake
 from tests.console import PASSWORD
@@ -89,6 +93,13 @@ def load(engine: AsyncEngine) -> Callable[[dict[str, Any]], Awaitable[ImportRepo
     return run
 
 
+@functools.cache
+def _password_hash(password: str) -> str:
+    """One real scrypt hash per password for every test bank's agents: the KDF is ~0.4 s of CPU a call,
+    and the banks need not differ in their salts (signing in still checks the hash)."""
+    return hash_password(password)
+
+
 @pytest.fixture
 def make_bank(
     make_tenant: Callable[..., Awaitable[Tenant]],
@@ -108,8 +119,9 @@ def make_bank(
         tenant = await make_tenant(priority_class)
         await load(document(tenant.slug, list(customers) or [customer()]))
         async with engine.begin() as conn:
-            for name in agents:  # a password hash is ~0.5 s of CPU: agents only where a test signs in
-                await create_agent(conn, tenant.id, name, f"{name.title()} Agent", PASSWORD)
+            with mock.patch.object(agent_store, "hash_password", _password_hash):
+                for name in agents:
+                    await create_agent(conn, tenant.id, name, f"{name.title()} Agent", PASSWORD)
             if library:
                 await import_library(conn, tenant.id, list(library))
             if limits:

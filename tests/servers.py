@@ -9,11 +9,15 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import httpx
 
 from app.settings import PROJECT_ROOT
 from bench.fakes.server import ThreadedServer as ThreadedServer  # the tests' in-process servers
+
+# The browser tests' `served` (tests/browser/conftest.py): settings (and a database URL) in, a running service.
+Serve = Callable[..., ThreadedServer]
 
 
 def free_port() -> int:

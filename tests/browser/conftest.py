@@ -9,6 +9,10 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, Page, async_playwright
 
+from app.api.app import create_app
+from app.settings import Settings
+from tests.servers import Serve, ThreadedServer
+
 CHROMIUM = "/usr/bin/chromium"
 
 
@@ -35,3 +39,22 @@ async def page(browser: Browser) -> AsyncIterator[Page]:
     page = await context.new_page()
     yield page
     await context.close()
+
+
+@pytest.fixture
+async def served(browser: Browser, database_url: str) -> AsyncIterator[Serve]:
+    """Starts the service with `settings` on `url` (default: the test database) for this test. When the
+    test ends, every page closes before the servers stop: an open page holds its conversation's feed
+    (an EventSource, for ten minutes), and a server stopped under it would wait out its 10 s join,
+    then poll on in its thread until the page went."""
+    servers: list[ThreadedServer] = []
+
+    def start(settings: Settings, url: str | None = None) -> ThreadedServer:
+        servers.append(ThreadedServer(create_app(settings, url or database_url)))
+        return servers[-1]
+
+    yield start
+    for context in browser.contexts:
+        await context.close()
+    for server in servers:
+        server.stop()

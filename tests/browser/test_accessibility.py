@@ -8,21 +8,20 @@ held by the other browser tests."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.async_api import Browser, BrowserContext, Page, ViewportSize, expect
 
-from app.api.app import create_app
 from app.settings import Settings
 from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, plan
 from bench.fakes.sglang_server import RunningFake, Script
 from tests.browser.helpers import screenshot
 from tests.console import sign_in_page
 from tests.factories import CAFE_LOVER, account, customer
-from tests.servers import ThreadedServer
+from tests.servers import Serve, ThreadedServer
 
 AXE = Path(__file__).parent / "axe" / "node_modules" / "axe-core" / "axe.min.js"
 WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
@@ -33,16 +32,14 @@ pytestmark = pytest.mark.bank(
 )
 
 
-def _server(database_url: str, **extra: str) -> ThreadedServer:
+def _settings(**extra: str) -> Settings:
     env = {"ENGINE": "off", "DEMO_PAGE": "1", "COOKIE_SECURE": "0", "BATCH_WORKER": "0", "ANSWER_CACHE_FILL": "0"}
-    return ThreadedServer(create_app(Settings.from_env(env | {"API_KEY_CACHE_TTL": "0", **extra}), database_url))
+    return Settings.from_env(env | {"API_KEY_CACHE_TTL": "0", **extra})
 
 
 @pytest.fixture
-def server(database_url: str) -> Iterator[ThreadedServer]:
-    running = _server(database_url)
-    yield running
-    running.stop()
+def server(served: Serve) -> ThreadedServer:
+    return served(_settings())
 
 
 @pytest.fixture
@@ -131,19 +128,16 @@ async def test_the_widget_has_no_serious_violations_at_rest_answered_with_choice
 
 
 async def test_the_widget_has_no_serious_violations_while_an_answer_is_written(
-    audited: Any, database_url: str, bank: Any, fake_sglang: RunningFake
+    audited: Any, served: Serve, bank: Any, fake_sglang: RunningFake
 ) -> None:
     fake_sglang.fake.default = Script(text=plan(CHANGE_UP, DRIVER_1_UP), token_delay_s=0.15)
-    server = _server(database_url, ENGINE="sglang", SGLANG_URL=fake_sglang.url)
-    try:
-        page = await audited()
-        await open_demo(page, server, bank, "C-1001")
-        await ask(page, "Why is my bill higher?")
-        await expect(page.locator(".msg.assistant .answer[aria-busy=true]")).to_have_count(1)
-        await expect(page.locator(".msg.assistant .answer")).not_to_have_text("")
-        assert await serious_violations(page) == []
-    finally:
-        server.stop()
+    server = served(_settings(ENGINE="sglang", SGLANG_URL=fake_sglang.url))
+    page = await audited()
+    await open_demo(page, server, bank, "C-1001")
+    await ask(page, "Why is my bill higher?")
+    await expect(page.locator(".msg.assistant .answer[aria-busy=true]")).to_have_count(1)
+    await expect(page.locator(".msg.assistant .answer")).not_to_have_text("")
+    assert await serious_violations(page) == []
 
 
 async def test_every_console_page_has_no_serious_violations(audited: Any, server: ThreadedServer, bank: Any) -> None:

@@ -4,25 +4,21 @@ line clears and the reply is in the chat."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from playwright.async_api import Browser, expect
 
-from app.api.app import create_app
 from tests.browser.helpers import screenshot
 from tests.console import console_settings, sign_in_page
-from tests.servers import ThreadedServer
+from tests.servers import Serve, ThreadedServer
 
 pytestmark = pytest.mark.bank(agents=("ana",))
 
 
 @pytest.fixture
-def server(database_url: str) -> Iterator[ThreadedServer]:
-    running = ThreadedServer(create_app(console_settings(DEMO_PAGE="1", API_KEY_CACHE_TTL="0"), database_url))
-    yield running
-    running.stop()
+def server(served: Serve) -> ThreadedServer:
+    return served(console_settings(DEMO_PAGE="1", API_KEY_CACHE_TTL="0"))
 
 
 async def test_the_customer_sees_the_agent_writing_then_the_reply(

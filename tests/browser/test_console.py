@@ -5,7 +5,6 @@ sized screen does not scroll sideways."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import date
 from typing import Any
 
@@ -13,7 +12,6 @@ import pytest
 from playwright.async_api import Browser, Page, expect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.api.app import create_app
 from app.api.console.views import statement_view
 from app.data.database import autocommit
 from app.data.history import load_history
@@ -24,7 +22,7 @@ from bench.fakes.sglang_server import RunningFake, Script
 from tests.browser.helpers import screenshot
 from tests.console import sign_in_page
 from tests.factories import account, customer, document, tx
-from tests.servers import ThreadedServer
+from tests.servers import Serve, ThreadedServer
 from tests.waiting import until
 
 # What the model writes (a plan of four claims, so the page sees it stream claim by claim) and what the
@@ -43,7 +41,7 @@ pytestmark = pytest.mark.bank(customer(), BO | {"name": "Bo Chen"}, agents=("ana
 
 
 @pytest.fixture
-def server(database_url: str, fake_sglang: RunningFake) -> Iterator[ThreadedServer]:
+def server(served: Serve, fake_sglang: RunningFake) -> ThreadedServer:
     """The service with the fake SGLang as its engine, so answers go through every model stage."""
     fake_sglang.fake.default = Script(text=ANSWER)
     env = {
@@ -53,9 +51,7 @@ def server(database_url: str, fake_sglang: RunningFake) -> Iterator[ThreadedServ
         "BATCH_WORKER": "0",
         "ANSWER_CACHE_FILL": "0",
     }
-    running = ThreadedServer(create_app(Settings.from_env(env), database_url))
-    yield running
-    running.stop()
+    return served(Settings.from_env(env))
 
 
 async def test_an_agent_asks_and_reads_the_answers_waterfall(

@@ -11,22 +11,25 @@ from playwright.async_api import Page, expect
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.api.app import create_app
 from app.settings import Settings
 from tests.console import sign_in_page
 from tests.db_proxy import DatabaseProxy, waiting_on_a_lock
-from tests.servers import ThreadedServer
+from tests.servers import Serve
 from tests.waiting import until
 
 ENV = {"ENGINE": "off", "COOKIE_SECURE": "0", "API_KEY_CACHE_TTL": "0", "BATCH_WORKER": "0"}
 
 
 async def test_the_console_says_a_streamed_answer_was_not_saved(
-    page: Page, make_bank: Any, engine: AsyncEngine, database_proxy: tuple[DatabaseProxy, str]
+    page: Page,
+    make_bank: Any,
+    engine: AsyncEngine,
+    database_proxy: tuple[DatabaseProxy, str],
+    served: Serve,
 ) -> None:
     tenant = await make_bank(agents=("ana",))
     cut, through = database_proxy
-    server = ThreadedServer(create_app(Settings.from_env(ENV), through))
+    server = served(Settings.from_env(ENV), through)
     lock = await engine.connect()
     try:
         await sign_in_page(page, server.url, tenant.slug)
@@ -44,4 +47,3 @@ async def test_the_console_says_a_streamed_answer_was_not_saved(
         await lock.rollback()
         await lock.close()
         cut.set("forward")
-        server.stop()

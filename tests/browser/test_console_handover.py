@@ -5,29 +5,25 @@ are written, replies, and hands it back. No script error and no CSP refusal on t
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from playwright.async_api import Page, expect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.api.app import create_app
 from app.data import conversations, handovers
 from app.settings import Settings
 from tests.browser.helpers import screenshot
 from tests.console import sign_in_page
-from tests.servers import ThreadedServer
+from tests.servers import Serve, ThreadedServer
 
 pytestmark = pytest.mark.bank(agents=("ana",))
 
 
 @pytest.fixture
-def server(database_url: str) -> Iterator[ThreadedServer]:
+def server(served: Serve) -> ThreadedServer:
     env = {"ENGINE": "off", "COOKIE_SECURE": "0", "BATCH_WORKER": "0", "ANSWER_CACHE_FILL": "0"}
-    running = ThreadedServer(create_app(Settings.from_env(env), database_url))
-    yield running
-    running.stop()
+    return served(Settings.from_env(env))
 
 
 async def test_an_agent_takes_a_waiting_conversation_and_talks_live(

@@ -6,7 +6,7 @@ each message carries the language it was written or answered in (`lang`), in a C
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import date
 from typing import Any
 
@@ -16,7 +16,6 @@ from playwright.async_api import Locator, Page, expect
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.api.app import create_app
 from app.data import conversations, handovers
 from app.settings import Settings
 from bench.fakes.plans import GOOD
@@ -24,7 +23,7 @@ from bench.fakes.sglang_server import RunningFake, Script
 from tests.browser.helpers import screenshot
 from tests.chat_streams import TO_A_PERSON, last_events
 from tests.console import sign_in_page
-from tests.servers import ThreadedServer
+from tests.servers import Serve, ThreadedServer
 from tests.waiting import until
 
 pytestmark = pytest.mark.bank(agents=("ana",))
@@ -33,21 +32,17 @@ BASE = {"COOKIE_SECURE": "0", "BATCH_WORKER": "0"}
 
 
 @pytest.fixture
-def server(database_url: str) -> Iterator[ThreadedServer]:
-    running = ThreadedServer(create_app(Settings.from_env({**BASE, "ENGINE": "off"}), database_url))
-    yield running
-    running.stop()
+def server(served: Serve) -> ThreadedServer:
+    return served(Settings.from_env({**BASE, "ENGINE": "off"}))
 
 
 @pytest.fixture
-def cached_server(database_url: str, fake_sglang: RunningFake) -> Iterator[ThreadedServer]:
+def cached_server(served: Serve, fake_sglang: RunningFake) -> ThreadedServer:
     """A model behind the service, so that canonical answers are cached (filled at once after a miss)."""
     fake_sglang.fake.default = Script(text=GOOD)
     env = {"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "SGLANG_MODEL": "fake/model"}
     settings = Settings.from_env({**BASE, **env, "CACHE_FILL_RATE_PER_S": "1000"})
-    running = ThreadedServer(create_app(settings, database_url))
-    yield running
-    running.stop()
+    return served(settings)
 
 
 class Customer:

@@ -7,7 +7,6 @@ on an English page is answered in Chinese, and an ambiguous question is asked ba
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from datetime import date
 from typing import Any
 
@@ -15,7 +14,6 @@ import pytest
 from playwright.async_api import Browser, Page, expect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.api.app import create_app
 from app.data.database import autocommit
 from app.data.history import load_history
 from app.domain.facts import compute_facts
@@ -24,7 +22,7 @@ from app.settings import Settings
 from tests.browser.helpers import screenshot
 from tests.console import sign_in_page
 from tests.factories import CAFE_LOVER, customer
-from tests.servers import ThreadedServer
+from tests.servers import Serve, ThreadedServer
 
 HAN = re.compile(r"[\u4e00-\u9fff]")
 pytestmark = pytest.mark.bank(customer(), CAFE_LOVER, agents=("ana",))
@@ -37,7 +35,7 @@ async def other_bank(make_bank: Any) -> Any:
 
 
 @pytest.fixture
-def server(database_url: str) -> Iterator[ThreadedServer]:
+def server(served: Serve) -> ThreadedServer:
     env = {
         "ENGINE": "off",
         "DEMO_PAGE": "1",
@@ -46,9 +44,7 @@ def server(database_url: str) -> Iterator[ThreadedServer]:
         "ANSWER_CACHE_FILL": "0",
         "API_KEY_CACHE_TTL": "0",
     }
-    running = ThreadedServer(create_app(Settings.from_env(env), database_url))
-    yield running
-    running.stop()
+    return served(Settings.from_env(env))
 
 
 async def open_demo(page: Page, server: ThreadedServer, bank: Any, customer_ref: str = "C-1001") -> None:

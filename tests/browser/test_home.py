@@ -4,23 +4,18 @@ blocks)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from playwright.async_api import ConsoleMessage, Page, Response, expect
 
-from app.api.app import create_app
 from app.settings import Settings
-from tests.servers import ThreadedServer
+from tests.servers import Serve, ThreadedServer
 
 ENV = {"ENGINE": "off", "DEMO_PAGE": "1", "BATCH_WORKER": "0"}
 
 
 @pytest.fixture
-def server(database_url: str) -> Iterator[ThreadedServer]:
-    running = ThreadedServer(create_app(Settings.from_env(ENV), database_url))
-    yield running
-    running.stop()
+def server(served: Serve) -> ThreadedServer:
+    return served(Settings.from_env(ENV))
 
 
 async def test_the_root_leads_to_the_console_with_no_error_on_the_way(page: Page, server: ThreadedServer) -> None:

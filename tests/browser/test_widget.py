@@ -16,7 +16,6 @@ import pytest
 from playwright.async_api import Browser, Page, expect
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.api.app import create_app
 from app.data.database import autocommit
 from app.data.history import load_history
 from app.data.knowledge import import_library
@@ -29,7 +28,7 @@ from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, GOOD_SHOWN, plan
 from bench.fakes.sglang_server import FakeSGLang, RunningFake, Script
 from tests.browser.helpers import screenshot
 from tests.factories import account, customer, document
-from tests.servers import ThreadedServer
+from tests.servers import Serve, ThreadedServer
 from tests.waiting import until
 
 # What the model writes (a plan of four claims) and what the customer reads (each claim in its reviewed
@@ -59,9 +58,8 @@ def payment_plans(fake: FakeSGLang) -> Callable[[str], Script | None]:
 
 
 @pytest.fixture
-def serve(database_url: str, fake_sglang: RunningFake) -> Any:
+def serve(served: Serve, fake_sglang: RunningFake) -> Serve:
     """Starts the service (the fake SGLang as its engine, the demo page on) with extra settings."""
-    servers: list[ThreadedServer] = []
 
     def start(**extra: str) -> ThreadedServer:
         env = {
@@ -72,12 +70,9 @@ def serve(database_url: str, fake_sglang: RunningFake) -> Any:
             "ANSWER_CACHE_FILL": "0",
             **extra,
         }
-        servers.append(ThreadedServer(create_app(Settings.from_env(env), database_url)))
-        return servers[-1]
+        return served(Settings.from_env(env))
 
-    yield start
-    for server in servers:
-        server.stop()
+    return start
 
 
 async def today_history(engine: AsyncEngine, bank: Any) -> Any:
@@ -379,7 +374,7 @@ async def test_the_widget_speaks_the_customers_language(
 
 
 @pytest.mark.model
-async def test_the_demo_page_streams_from_the_real_embedded_model(page: Page, database_url: str, bank: Any) -> None:
+async def test_the_demo_page_streams_from_the_real_embedded_model(page: Page, served: Serve, bank: Any) -> None:
     """The demo's own path: the embedded llama.cpp engine writes the text; whatever it writes, the
     customer ends with a verified answer and the facts' numbers."""
     env = {
@@ -389,21 +384,18 @@ async def test_the_demo_page_streams_from_the_real_embedded_model(page: Page, da
         "QUEUE_DEADLINE_SCALE": "10",
         "ANSWER_CACHE_FILL": "0",
     }
-    server = ThreadedServer(create_app(Settings.from_env(env), database_url))
-    try:
-        await open_demo(page, server, bank)
-        await page.get_by_role("button", name="Why is my bill higher than last month?").click()
-        table = page.locator("table.facts")
-        await expect(table.locator("[data-field=difference]")).to_have_text("+12.00 EUR")
-        answer = page.get_by_role("region", name="Answer")
-        await expect(answer).to_have_attribute("data-source", re.compile("model|fallback"), timeout=40_000)
-        text = await answer.inner_text()
-        if await answer.get_attribute("data-source") == "fallback":
-            assert "12.00 EUR more" in text  # the deterministic answer replaced the model's
-        assert text.strip()
-        await screenshot(page, "widget-embedded-model")
-    finally:
-        server.stop()
+    server = served(Settings.from_env(env))
+    await open_demo(page, server, bank)
+    await page.get_by_role("button", name="Why is my bill higher than last month?").click()
+    table = page.locator("table.facts")
+    await expect(table.locator("[data-field=difference]")).to_have_text("+12.00 EUR")
+    answer = page.get_by_role("region", name="Answer")
+    await expect(answer).to_have_attribute("data-source", re.compile("model|fallback"), timeout=40_000)
+    text = await answer.inner_text()
+    if await answer.get_attribute("data-source") == "fallback":
+        assert "12.00 EUR more" in text  # the deterministic answer replaced the model's
+    assert text.strip()
+    await screenshot(page, "widget-embedded-model")
 
 
 async def test_an_answer_from_the_banks_help_content_shows_its_source(

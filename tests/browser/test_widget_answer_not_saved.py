@@ -11,27 +11,23 @@ from playwright.async_api import Page, expect
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.api.app import create_app
 from app.prompts import render_notice
 from app.settings import Settings
 from tests.db_proxy import DatabaseProxy, waiting_on_a_lock
-from tests.factories import customer, document
-from tests.servers import ThreadedServer
+from tests.servers import Serve
 from tests.waiting import until
 
 ENV = {"ENGINE": "off", "DEMO_PAGE": "1", "API_KEY_CACHE_TTL": "0", "BATCH_WORKER": "0"}
 
 
 async def test_the_widget_says_an_answer_may_not_have_been_saved(
-    page: Page, make_tenant: Any, load: Any, engine: AsyncEngine, database_proxy: tuple[DatabaseProxy, str]
+    page: Page, bank: Any, engine: AsyncEngine, database_proxy: tuple[DatabaseProxy, str], served: Serve
 ) -> None:
-    tenant = await make_tenant("interactive")
-    await load(document(tenant.slug, [customer()]))
     cut, through = database_proxy
-    server = ThreadedServer(create_app(Settings.from_env(ENV), through))
+    server = served(Settings.from_env(ENV), through)
     lock = await engine.connect()
     try:
-        await page.goto(f"{server.url}/demo?bank={tenant.slug}&customer=C-1001")
+        await page.goto(f"{server.url}/demo?bank={bank.slug}&customer=C-1001")
         await expect(page.get_by_label("Card")).to_have_value("A-1")
         await lock.begin()
         await lock.execute(text("LOCK TABLE answers IN SHARE ROW EXCLUSIVE MODE"))  # the audit's insert waits
@@ -47,4 +43,3 @@ async def test_the_widget_says_an_answer_may_not_have_been_saved(
         await lock.rollback()
         await lock.close()
         cut.set("forward")
-        server.stop()

@@ -15,13 +15,12 @@ import pytest
 from playwright.async_api import Browser, Page, expect
 
 from app import locales
-from app.api.app import create_app
 from app.settings import Settings
 from bench.fakes.sglang_server import RunningFake, Script
 from tests.browser.helpers import screenshot, widget_text
 from tests.console import sign_in_page
 from tests.pseudo_locale import PSEUDO, english_words, pseudo_locales
-from tests.servers import ThreadedServer
+from tests.servers import Serve, ThreadedServer
 
 pytestmark = pytest.mark.bank(agents=("ana",))
 # What the widget shows as it is, in any language: the card, the currency's code, a merchant's name.
@@ -36,16 +35,8 @@ SERVICE = {
 
 
 @pytest.fixture
-def serve(database_url: str) -> Iterator[Any]:
-    servers: list[ThreadedServer] = []
-
-    def start(**env: str) -> ThreadedServer:
-        servers.append(ThreadedServer(create_app(Settings.from_env({**SERVICE, "ENGINE": "off", **env}), database_url)))
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.stop()
+def serve(served: Serve) -> Serve:
+    return lambda **env: served(Settings.from_env({**SERVICE, "ENGINE": "off", **env}))
 
 
 async def ask(page: Page, question: str) -> None:

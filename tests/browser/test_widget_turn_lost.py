@@ -12,13 +12,11 @@ from playwright.async_api import Page, expect
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.api.app import create_app
 from app.data import conversations
 from app.prompts import render_notice
 from app.settings import Settings
 from tests.db_proxy import DatabaseProxy, waiting_on_a_lock
-from tests.factories import customer, document
-from tests.servers import ThreadedServer
+from tests.servers import Serve
 from tests.waiting import until
 
 ENV = {"ENGINE": "off", "DEMO_PAGE": "1", "API_KEY_CACHE_TTL": "0", "BATCH_WORKER": "0"}
@@ -33,28 +31,26 @@ async def _conversation_of(engine: AsyncEngine, tenant_id: int) -> uuid.UUID | N
 
 
 async def test_the_widget_says_a_turn_may_not_have_been_saved(
-    page: Page, make_tenant: Any, load: Any, engine: AsyncEngine, database_proxy: tuple[DatabaseProxy, str]
+    page: Page, bank: Any, engine: AsyncEngine, database_proxy: tuple[DatabaseProxy, str], served: Serve
 ) -> None:
-    tenant = await make_tenant("interactive")
-    await load(document(tenant.slug, [customer()]))
     cut, through = database_proxy
-    server = ThreadedServer(create_app(Settings.from_env(ENV), through))
+    server = served(Settings.from_env(ENV), through)
     lock = await engine.connect()
     try:
-        await page.goto(f"{server.url}/demo?bank={tenant.slug}&customer=C-1001")
+        await page.goto(f"{server.url}/demo?bank={bank.slug}&customer=C-1001")
         await expect(page.get_by_label("Card")).to_have_value("A-1")
         await page.get_by_role("button", name="Why is my bill higher than last month?").click()
         await expect(page.get_by_role("status")).to_have_text("Answer ready.")
 
         async def recorded() -> bool:
-            return await _conversation_of(engine, tenant.id) is not None
+            return await _conversation_of(engine, bank.id) is not None
 
         await until("the first turn to be recorded", recorded)
-        cid = await _conversation_of(engine, tenant.id)
+        cid = await _conversation_of(engine, bank.id)
         assert cid is not None
 
         await lock.begin()
-        assert await conversations.find(lock, tenant.id, cid, lock=True) is not None
+        assert await conversations.find(lock, bank.id, cid, lock=True) is not None
         await page.get_by_label("Your question").fill("Did my payment arrive?")
         await page.get_by_role("button", name="Send").click()
         await until("the second turn's write to wait on the conversation", lambda: waiting_on_a_lock(engine))
@@ -68,4 +64,3 @@ async def test_the_widget_says_a_turn_may_not_have_been_saved(
         await lock.rollback()
         await lock.close()
         cut.set("forward")
-        server.stop()
