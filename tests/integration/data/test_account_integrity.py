@@ -31,6 +31,7 @@ async def _lines(engine: AsyncEngine, account_id: int) -> int:
 
 
 def _violation(exc: pytest.ExceptionInfo[DBAPIError]) -> asyncpg.PostgresError:
+    assert exc.value.orig is not None
     cause = exc.value.orig.__cause__  # SQLAlchemy's adapted error wraps asyncpg's
     assert isinstance(cause, asyncpg.ForeignKeyViolationError)
     return cause
