@@ -30,12 +30,11 @@ async def keep_what_differs(raw: asyncpg.Connection, table: Table, tenant: int) 
     """Drop the staged rows identical, as text, to a stored row of the tenant: they were checked
     when they were loaded and would write nothing. What is left (a nightly file's changed and new
     lines) is all the checks and the merge read. A row written otherwise (12.5 for 12.50) stays,
-    and merges as unchanged."""
+    and merges as unchanged. Only when the tenant has rows stored (a first load has nothing to
+    compare with)."""
     assert table.same is not None
     stored, condition = table.same
     stage = f"stage_{table.name}"
-    if not await has_rows(raw, table, tenant):
-        return  # a first load: nothing to compare with
     # Copied out rather than deleted in place: what reads it next scans the changed rows only.
     differs = Statement(
         f"CREATE TEMP TABLE {stage}_differs ON COMMIT DROP AS SELECT s.* FROM {stage} s "

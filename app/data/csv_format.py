@@ -133,6 +133,12 @@ created AS (
 ){spans}
 SELECT (SELECT count(*) FROM created), (SELECT count(*) FROM updated), (SELECT count(*) FROM src)"""
 
+    def insert(self) -> str:
+        """A first load's merge (the tenant has no row in the table): every staged row is new, so none
+        is looked for among the stored ones."""
+        columns = ", ".join((*self.keys, *self.values))
+        return f"INSERT INTO {self.name} ({columns}) SELECT {columns} FROM ({self.source}) src"
+
 
 CUSTOMERS = Table(
     "customers",

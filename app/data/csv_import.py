@@ -24,7 +24,7 @@ import asyncpg
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data import bulk_loads
-from app.data.csv_checks import MAX_ERRORS, by_line, errors, keep_what_differs, repeats
+from app.data.csv_checks import MAX_ERRORS, by_line, errors, has_rows, keep_what_differs, repeats
 from app.data.csv_format import CHUNK, TABLES, Table
 from app.data.csv_lines import Sieve, first_line, last_digests, repeated_keys, unchanged_file
 from app.data.database import driver_of
@@ -132,6 +132,19 @@ async def _stage_changed(
     return sieve if ok else None
 
 
+async def _insert(raw: asyncpg.Connection, table: Table, tenant: int, path: Path) -> tuple[int, int]:
+    """A first load's merge, its file's repeated keys not looked for beforehand (a pass over the whole
+    file): the table's unique key refuses them, and only then are they named, as the checks name them."""
+    await raw.execute("SAVEPOINT first_load")
+    try:
+        return await merge(raw, table, tenant)
+    except asyncpg.UniqueViolationError:
+        await raw.execute("ROLLBACK TO SAVEPOINT first_load")
+        if found := await repeats(raw, table):
+            raise ImportRejected("\n".join(f"{path.name}: {e}" for e in found)) from None
+        raise  # not the file's own repeat: another writer's row
+
+
 async def load_csv(
     conn: AsyncConnection, tenant_slug: str, files: dict[str, Path], progress: Progress, *, force: bool = False
 ) -> ImportReport:
@@ -170,20 +183,27 @@ async def load_csv(
         else:
             rows[name] = sieve.line - 1
         sieves[name] = sieve
+    # A first load of the large table leaves its repeated keys to the table's unique key (`_insert`).
+    first = {t.name for t in tables if t.same is not None and not await has_rows(raw, t, tenant)}
     problems = []
     for table in (t for t in tables if t.name in staged - narrowed):
         found = []
-        if table.same is not None:
+        if table.same is not None and table.name not in first:
             found = await repeats(raw, table)
             await keep_what_differs(raw, table, tenant)
-        found = sorted(found + await errors(raw, table, tenant, staged, repeats=table.same is None), key=by_line)
-        problems += [f"{files[table.name].name}: {e}" for e in found[:MAX_ERRORS]]
+        found += await errors(raw, table, tenant, staged, repeats=table.same is None)
+        if found and table.name in first:  # a rejected file names its repeated keys as ever
+            found += await repeats(raw, table)
+        problems += [f"{files[table.name].name}: {e}" for e in sorted(found, key=by_line)[:MAX_ERRORS]]
     if problems:
         raise ImportRejected("\n".join(problems))
     report = ImportReport(tenant=tenant_slug)
     changed = []
     for table in tables:
-        created, updated = await merge(raw, table, tenant) if table.name in staged else (0, 0)
+        if table.name in first:
+            created, updated = await _insert(raw, table, tenant, files[table.name])
+        else:
+            created, updated = await merge(raw, table, tenant) if table.name in staged else (0, 0)
         unchanged = rows[table.name] - created - updated
         report.tables[table.name] = Counts(created=created, updated=updated, unchanged=unchanged)
         # The next table's merge joins this one: plan it with what is there now. A change of under

@@ -5,7 +5,6 @@ app/data/importer.py stages a JSON file's rows, checked in Python as it was deco
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import replace
 
 import asyncpg
 
@@ -50,15 +49,18 @@ async def _once(data: bytes) -> AsyncIterator[bytes]:
 
 
 async def merge(raw: asyncpg.Connection, table: Table, tenant: int) -> tuple[int, int]:
-    """The table's staged rows merged: (created, updated). A statement's lines that may update stored
-    ones refresh the summaries of their statements once, after the merge (migration 0020), not once
-    for the updates and again for the inserts. (A first load only inserts: its trigger fires once,
-    and is cheaper than the merge returning every line.)"""
-    lines = table.lines and await has_rows(raw, table, tenant)
-    statement = Statement(replace(table, lines=lines).merge())
-    if lines:
+    """The table's staged rows merged: (created, updated). A first load (nothing of the tenant's in
+    the table) inserts them all, and its trigger refreshes the summaries once. Otherwise a
+    statement's lines that may update stored ones refresh the summaries of their statements once,
+    after the merge (migration 0020), not once for the updates and again for the inserts."""
+    if not await has_rows(raw, table, tenant):
+        insert = Statement(table.insert())
+        status = await raw.execute(insert.sql, *insert.args({"tenant_id": tenant}))
+        return int(status.split()[-1]), 0  # "INSERT 0 <rows>"
+    statement = Statement(table.merge())
+    if table.lines:
         await raw.execute(_BEFORE_LINES)
     created, updated, _ = await raw.fetchrow(statement.sql, *statement.args({"tenant_id": tenant}))
-    if lines:
+    if table.lines:
         await raw.execute(_AFTER_LINES)
     return created, updated

@@ -89,14 +89,16 @@ class Transaction(Base):
     __tablename__ = "transactions"
     __table_args__ = (
         UniqueConstraint("account_id", "ref"),
-        ForeignKeyConstraint(["tenant_id", "account_id"], ["accounts.tenant_id", "accounts.id"], ondelete="CASCADE"),
+        # Its account (tenant_id, account_id) is checked, locked and cascaded by statement-level
+        # triggers (migration 0024), not a foreign key: one pass per statement instead of a
+        # trigger call per line of a bulk load.
         CheckConstraint(in_("kind", TRANSACTION_KINDS), name="kind"),
         CheckConstraint("kind = 'adjustment' OR amount > 0", name="amount_sign"),
         Index(None, "account_id", "posted_on"),
     )
 
     id: Mapped[int] = id_column()
-    tenant_id: Mapped[int] = mapped_column(BigInteger)  # the account's tenant (its foreign key says so)
+    tenant_id: Mapped[int] = mapped_column(BigInteger)  # the account's tenant (migration 0024 checks it)
     account_id: Mapped[int] = mapped_column(BigInteger)
     ref: Mapped[str] = mapped_column(String(64))
     posted_on: Mapped[date] = mapped_column(Date)

@@ -122,6 +122,21 @@ async def test_bad_rows_are_named_by_file_line_and_column_and_nothing_is_written
     assert await snapshot(engine, tenant.id) == []
 
 
+async def test_a_first_load_whose_only_fault_is_a_repeated_key_names_it(
+    make_tenant: Any, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    """A first load leaves repeated keys to the table's unique key (app/data/csv_import.py `_insert`):
+    the file is still rejected with the line it repeats, and nothing is written."""
+    tenant = await make_tenant()
+    doc = document(tenant.slug)
+    lines = doc["customers"][0]["accounts"][0]["transactions"]
+    lines[5]["ref"] = "T-1"  # line 7: the ref of line 2 again
+    with pytest.raises(ImportRejected) as rejected:
+        await load_files(engine, tenant.slug, write_csv(doc, tmp_path))
+    assert str(rejected.value) == "transactions.csv: line 7, column ref: repeats the row of line 2"
+    assert await snapshot(engine, tenant.id) == []
+
+
 async def test_a_malformed_file_is_rejected_with_its_line(
     make_tenant: Any, engine: AsyncEngine, tmp_path: Path
 ) -> None:
