@@ -3,7 +3,6 @@ TEST_DATABASE_URL), else the embedded one. Each run gets a fresh database, migra
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -14,15 +13,13 @@ import msgspec
 import pytest
 from click.testing import CliRunner
 from litestar.testing import AsyncTestClient
-from sqlalchemy import text
-from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.app import create_app
 from app.cli import main
 from app.data import agents as agent_store
 from app.data.agents import create_agent
-from app.data.database import create_engine, migrate
+from app.data.database import create_engine
 from app.data.importer import ImportReport
 from app.data.knowledge import import_library
 from app.data.tenants import create_tenant, issue_api_key, set_limits
@@ -34,25 +31,13 @@ from bench.fakes.sglang_server import RunningFake
 from tests.console import PASSWORD
 from tests.db_proxy import DatabaseProxy, in_front_of
 from tests.factories import customer, document, import_document
-from tests.postgres import admin_url
-
-
-async def _admin(url: str, statement: str) -> None:
-    engine = create_async_engine(url, isolation_level="AUTOCOMMIT")
-    async with engine.connect() as conn:
-        await conn.execute(text(statement))
-    await engine.dispose()
+from tests.postgres import new_database
 
 
 @pytest.fixture(scope="session")
 def database_url() -> Iterator[str]:
-    admin = admin_url()
-    name = f"bill_test_{uuid.uuid4().hex[:10]}"
-    asyncio.run(_admin(admin, f'CREATE DATABASE "{name}"'))
-    url = make_url(admin).set(database=name).render_as_string(hide_password=False)
-    migrate(url)
-    yield url
-    asyncio.run(_admin(admin, f'DROP DATABASE "{name}" WITH (FORCE)'))
+    with new_database() as url:
+        yield url
 
 
 @pytest.fixture

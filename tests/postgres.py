@@ -1,12 +1,21 @@
 """The Postgres server the tests use: TEST_DATABASE_URL, else the one on 127.0.0.1:5432, else an
-embedded one (pgserver) in .data/test. Each session makes its own database on it (tests/conftest.py)."""
+embedded one (pgserver) in .data/test. Each session makes its own database on it (tests/conftest.py),
+and a test module whose leftovers would reach other tests' services makes one more (new_database)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-from app.data.database import asyncpg_url, start_embedded_postgres
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from app.data.database import asyncpg_url, migrate, start_embedded_postgres
 from app.settings import PROJECT_ROOT
 
 
@@ -19,3 +28,24 @@ def admin_url() -> str:
         return "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"
     except OSError:
         return start_embedded_postgres(PROJECT_ROOT / ".data" / "test")
+
+
+async def _admin(url: str, statement: str) -> None:
+    engine = create_async_engine(url, isolation_level="AUTOCOMMIT")
+    async with engine.connect() as conn:
+        await conn.execute(text(statement))
+    await engine.dispose()
+
+
+@contextmanager
+def new_database() -> Iterator[str]:
+    """A database of its own on the tests' server, migrated by Alembic; dropped afterwards."""
+    admin = admin_url()
+    name = f"bill_test_{uuid.uuid4().hex[:10]}"
+    asyncio.run(_admin(admin, f'CREATE DATABASE "{name}"'))
+    try:
+        url = make_url(admin).set(database=name).render_as_string(hide_password=False)
+        migrate(url)
+        yield url
+    finally:
+        asyncio.run(_admin(admin, f'DROP DATABASE "{name}" WITH (FORCE)'))

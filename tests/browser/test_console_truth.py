@@ -138,8 +138,11 @@ async def test_two_waiting_conversations_of_one_customer_are_told_apart(
     take = [await row.get_by_role("button").text_content() or "" for row in (first, second)]
     assert take[0] != take[1]
     assert earlier.hex[:8] in take[0]
-    # The refreshed rows (the script's, every two seconds) say the same.
-    await page.wait_for_timeout(2500)
+    # The refreshed rows (the script's, every two seconds) say the same: a refresh ends by clearing the
+    # list's status line, so a mark written there now is gone once the next refresh has drawn the rows.
+    status = page.locator("#queue-status")
+    await status.evaluate("line => { line.textContent = 'not refreshed yet' }")
+    await expect(status).to_have_text("", timeout=5000)
     assert [
         [await row.locator(c).inner_text() for c in (".started", ".first", "button")] for row in (first, second)
     ] == named

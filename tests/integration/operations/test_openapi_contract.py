@@ -32,6 +32,7 @@ from app.api.app import create_app
 from app.data.tenants import set_limits
 from app.settings import Settings
 from tests.factories import account, customer, document
+from tests.postgres import new_database
 from tests.servers import ThreadedServer
 
 OPERATIONS = {
@@ -61,6 +62,14 @@ class Live(msgspec.Struct, kw_only=True):
     token: str
     job_id: str
     conversation_id: str
+
+
+@pytest.fixture(scope="module")
+def database_url() -> Iterator[str]:
+    """A database of its own: the run leaves hundreds of batch jobs queued (its service has no batch
+    worker), and every later service's worker, one queue for all banks, would answer them first."""
+    with new_database() as url:
+        yield url
 
 
 @pytest.fixture
