@@ -78,8 +78,8 @@ async def _summaries(engine: AsyncEngine, tenant_id: int) -> list[tuple[Any, ...
     async with engine.connect() as conn:
         rows = await conn.execute(
             text(
-                "SELECT s.period_end, s.data_version, ss.net::text, ss.totals::text,"
-                " (SELECT jsonb_agg(e - 'id' ORDER BY n) FROM jsonb_array_elements(ss.lines::jsonb)"
+                "SELECT s.period_end, s.data_version, ss.net::text, to_json(ss.totals)::text,"
+                " (SELECT jsonb_agg(e - 'id' ORDER BY n) FROM jsonb_array_elements(to_jsonb(ss.lines))"
                 "  WITH ORDINALITY AS x(e, n))::text"
                 " FROM statements s JOIN statement_summaries ss ON ss.statement_id = s.id"
                 " WHERE s.tenant_id = :t ORDER BY s.period_end"

@@ -124,8 +124,8 @@ async def _ledger(engine: AsyncEngine, tenant_id: int) -> dict[str, list[Any]]:
         " WHERE tenant_id = :t",
         "transactions": "SELECT ref, posted_on, kind, amount::text, merchant, category, description"
         " FROM transactions WHERE tenant_id = :t",
-        "summaries": "SELECT s.period_end, ss.net::text, ss.totals::text,"
-        " (SELECT jsonb_agg(e - 'id' ORDER BY n) FROM jsonb_array_elements(ss.lines::jsonb) WITH ORDINALITY x(e, n))"
+        "summaries": "SELECT s.period_end, ss.net::text, to_json(ss.totals)::text,"
+        " (SELECT jsonb_agg(e - 'id' ORDER BY n) FROM jsonb_array_elements(to_jsonb(ss.lines)) WITH ORDINALITY x(e, n))"
         "::text FROM statements s JOIN statement_summaries ss ON ss.statement_id = s.id WHERE s.tenant_id = :t",
     }
     async with engine.connect() as conn:

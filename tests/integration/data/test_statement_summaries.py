@@ -93,7 +93,8 @@ async def _check(engine: Any, tenant: int) -> None:
                 "ORDER BY posted_on, id"), {"t": tenant})
         ]  # fmt: skip
         summaries = (await conn.execute(text(
-            "SELECT s.period_start, s.period_end, ss.net, CAST(ss.totals AS text), CAST(ss.lines AS text) "
+            "SELECT s.period_start, s.period_end, ss.net, CAST(to_json(ss.totals) AS text), "
+            "CAST(to_json(ss.lines) AS text) "
             "FROM statements s JOIN statement_summaries ss ON ss.statement_id = s.id WHERE s.tenant_id = :t"),
             {"t": tenant})).all()  # fmt: skip
     assert len(summaries) == len(PERIODS)
