@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import socket
 
-from app.data.database import asyncpg_url, start_embedded_postgres
+from app.data.connecting import asyncpg_url, start_embedded_postgres
 from app.settings import PROJECT_ROOT
 
 

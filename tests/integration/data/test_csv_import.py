@@ -11,15 +11,8 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.data.csv_format import TABLES
-from app.data.csv_import import load_csv
-from app.data.importer import ImportReport
 from app.errors import ImportRejected
-from tests.factories import customer, document, snapshot, write_csv
-
-
-async def load_files(engine: AsyncEngine, tenant: str, files: dict[str, Path], *, force: bool = False) -> ImportReport:
-    async with engine.begin() as conn:
-        return await load_csv(conn, tenant, files, lambda name, chunk: None, force=force)
+from tests.factories import customer, document, load_files, snapshot, write_csv
 
 
 async def rows_of(engine: AsyncEngine, tenant_id: int) -> list[Any]:
