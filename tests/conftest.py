@@ -20,8 +20,8 @@ from app.cli import main
 from app.data import agents as agent_store
 from app.data.agents import create_agent
 from app.data.database import create_engine
-from app.data.importer import ImportReport
 from app.data.knowledge import import_library
+from app.data.staging import ImportReport
 from app.data.tenants import create_tenant, issue_api_key, set_limits
 from app.domain.knowledge import ArticleIn
 from app.inference.embedded import EmbeddedEngine, default_model_path

@@ -11,9 +11,12 @@ import msgspec
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from app.data.connecting import connect
 from app.data.csv_format import TABLES
+from app.data.csv_import import load_csv
 from app.data.import_format import parse
-from app.data.importer import ImportReport, import_file
+from app.data.importer import import_file
+from app.data.staging import ImportReport
 
 
 def tx(ref: str, posted_on: str, kind: str, amount: str, merchant: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -64,6 +67,16 @@ def write_csv(doc: dict[str, Any], folder: Path) -> dict[str, Path]:
             writer.writeheader()
             writer.writerows(rows[name])
     return files
+
+
+async def load_files(engine: AsyncEngine, tenant: str, files: dict[str, Path], *, force: bool = False) -> ImportReport:
+    """A CSV load as `bill-assistant import` runs it: one driver connection, one transaction."""
+    raw = await connect(engine.url.render_as_string(hide_password=False))
+    try:
+        async with raw.transaction():
+            return await load_csv(raw, tenant, files, lambda name, chunk: None, force=force)
+    finally:
+        await raw.close()
 
 
 async def import_document(conn: AsyncConnection, doc: dict[str, Any]) -> ImportReport:

@@ -15,7 +15,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from app.data.database import asyncpg_url, migrate, start_embedded_postgres
+from app.data.connecting import asyncpg_url, start_embedded_postgres
+from app.data.database import migrate
 from app.settings import PROJECT_ROOT
 
 

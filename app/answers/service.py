@@ -40,7 +40,8 @@ from app.answers.turns import (
     unasked_rule,
 )
 from app.data.audit import AuditRow, record_answer
-from app.data.database import autocommit, driver_options
+from app.data.connecting import driver_options
+from app.data.database import autocommit
 from app.data.driver_pool import DriverPool
 from app.data.tenants import Principal, principal_for
 from app.domain.priority import QUEUE_DEADLINE_S, effective_level, fill_budget

@@ -48,7 +48,8 @@ from app.api.overload import LagMonitor, Limiter, OverloadMiddleware
 from app.api.request_log import RequestLogMiddleware
 from app.api.words import words, words_script
 from app.data.admission import PostgresLedger
-from app.data.database import asyncpg_url, connection_budget, driver_options, engine_options, watch_connections
+from app.data.connecting import asyncpg_url, driver_options
+from app.data.database import connection_budget, engine_options, watch_connections
 from app.data.search_text import load_segmenter
 from app.inference.drain import CUT_OFF_GRACE_S
 from app.metrics import scheduler_hooks

@@ -24,7 +24,8 @@ import click
 from litestar import Litestar
 
 from app.cli.common import load_settings
-from app.data.database import connection_budget, resolve_database_url
+from app.data.connecting import resolve_database_url
+from app.data.database import connection_budget
 from app.settings import Settings
 
 WORKER_APP = "app.cli.serve:worker_app"

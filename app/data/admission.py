@@ -29,7 +29,8 @@ from typing import Any, cast
 import asyncpg
 import structlog
 
-from app.data.database import CONNECT_TIMEOUT_S, POOL_TIMEOUT_S, asyncpg_dsn, unavailable
+from app.data.connecting import CONNECT_TIMEOUT_S, asyncpg_dsn
+from app.data.database import POOL_TIMEOUT_S, unavailable
 from app.data.sql import Statement
 from app.domain.priority import TenantLimits, Verdict
 from app.errors import DatabaseUnavailable

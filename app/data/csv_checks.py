@@ -1,6 +1,7 @@
 """The checks of a staged CSV file (app/data/csv_import.py) that read more than one row: the whole
 file's repeated keys, the parents a row names, overlapping statements; and the staged rows that are
-identical to stored ones, set aside before the checks and the merge."""
+identical to stored ones, set aside before the checks and the merge; and a file's statements against
+the stored ones (both importers)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import asyncpg
 
 from app.data.csv_format import STATEMENTS, Table
 from app.data.sql import Statement
+from app.errors import ImportRejected
 
 MAX_ERRORS = 20
 
@@ -90,3 +92,19 @@ async def errors(
     query = Statement(" UNION ALL ".join(parts) + f" ORDER BY line, col LIMIT {MAX_ERRORS}")
     rows = await raw.fetch(query.sql, *query.args({"tenant_id": tenant}))
     return [f"line {r['line']}, column {r['col']}: {r['message']}" for r in rows]
+
+
+_OVERLAP = Statement(
+    """SELECT a.ref, s1.period_end, s2.period_end FROM statements s1
+       JOIN statements s2 ON s2.account_id = s1.account_id AND s2.id > s1.id
+       JOIN accounts a ON a.id = s1.account_id
+       WHERE s1.account_id = ANY(:account_ids) AND s1.period_start <= s2.period_end AND s2.period_start <= s1.period_end
+       LIMIT 1"""
+)
+
+
+async def check_no_overlap(raw: asyncpg.Connection, account_ids: list[int]) -> None:
+    """A file's statements are checked among themselves; this checks them against stored ones."""
+    row = await raw.fetchrow(_OVERLAP.sql, *_OVERLAP.args({"account_ids": account_ids}))
+    if row is not None:
+        raise ImportRejected(f"account {row[0]}: the statement ending {row[1]} overlaps the one ending {row[2]}")

@@ -21,21 +21,18 @@ from functools import partial
 from pathlib import Path
 
 import asyncpg
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data import bulk_loads
-from app.data.csv_checks import MAX_ERRORS, by_line, errors, has_rows, keep_what_differs, repeats
+from app.data.csv_checks import MAX_ERRORS, by_line, check_no_overlap, errors, has_rows, keep_what_differs, repeats
 from app.data.csv_format import CHUNK, TABLES, Table
 from app.data.csv_lines import Sieve, first_line, last_digests, repeated_keys, unchanged_file
-from app.data.database import driver_of
-from app.data.importer import Counts, ImportReport, check_no_overlap
 from app.data.sql import Statement
-from app.data.staging import merge
-from app.data.tenants import tenant_id as find_tenant
+from app.data.staging import Counts, ImportReport, merge
 from app.errors import ImportRejected
 
 ANALYZE_SHARE = 0.1  # a table's statistics are refreshed after a change above this share of its file
 
+_TENANT = Statement("SELECT id FROM tenants WHERE slug = :slug")
 _TOUCHED = Statement(
     "SELECT DISTINCT a.id FROM stage_statements s JOIN accounts a ON a.tenant_id = :tenant_id AND a.ref = s.account_ref"
 )
@@ -146,16 +143,16 @@ async def _insert(raw: asyncpg.Connection, table: Table, tenant: int, path: Path
 
 
 async def load_csv(
-    conn: AsyncConnection, tenant_slug: str, files: dict[str, Path], progress: Progress, *, force: bool = False
+    raw: asyncpg.Connection, tenant_slug: str, files: dict[str, Path], progress: Progress, *, force: bool = False
 ) -> ImportReport:
-    """Load the files (by table name) inside the caller's transaction; raises ImportRejected naming
+    """Load the files (by table name) inside the caller's transaction, on the driver's own connection
+    (a nightly command starts without SQLAlchemy: app/data/connecting.py); raises ImportRejected naming
     every wrong row (up to MAX_ERRORS a file) and writes nothing then. The files of the tenant's last
     load, byte for byte, with nothing of the tenant's written since, are not loaded again (they would
     write nothing; app/data/bulk_loads.py) unless `force`."""
-    tenant = await find_tenant(conn, tenant_slug)
+    tenant = await raw.fetchval(_TENANT.sql, *_TENANT.args({"slug": tenant_slug}))
     if tenant is None:
         raise ImportRejected(f"unknown tenant {tenant_slug!r}: create it first with `bill-assistant tenants create`")
-    raw = await driver_of(conn)
     await bulk_loads.lock(raw, tenant)
     tables = [t for t in TABLES.values() if t.name in files]
     files_digest = bulk_loads.digest({t.name: files[t.name] for t in tables})
@@ -214,7 +211,7 @@ async def load_csv(
                 await raw.execute(f"ANALYZE {table.name}")
     if "statements" in staged:
         touched = await raw.fetch(_TOUCHED.sql, *_TOUCHED.args({"tenant_id": tenant}))
-        await check_no_overlap(conn, [r["id"] for r in touched])
+        await check_no_overlap(raw, [r["id"] for r in touched])
     if changed:  # the statistics the answers' queries are planned with: the last table, the summaries
         await raw.execute(f"ANALYZE {changed[-1]}, statement_summaries")
     lines = {name: digests for name, sieve in sieves.items() if (digests := sieve.remembered()) is not None}

@@ -12,7 +12,8 @@ from __future__ import annotations
 import csv
 from collections.abc import Callable, Iterator
 from hashlib import blake2b
-from operator import itemgetter
+from itertools import compress, count
+from operator import itemgetter, not_
 from pathlib import Path
 from typing import BinaryIO
 
@@ -86,14 +87,21 @@ class Sieve:
         if self.last is None:
             self.sent += len(records)
             return chunk
-        last, out = self.last, []
-        for i, d in enumerate(digests):
-            if d in last and b"\n" not in records[i]:
-                last.remove(d)
-            else:
-                out.append(b"%d,%s\n" % (first + i, records[i]))
-        self.sent += len(out)
-        return b"".join(out)
+        last = self.last
+        if self.records.plain and len(set(digests)) == len(digests):
+            # The common case, asked in C: whole lines, none twice in the chunk.
+            kept = last.intersection(digests)
+            last -= kept
+            send = list(compress(count(first), map(not_, map(kept.__contains__, digests))))
+        else:
+            send = []
+            for number, d, record in zip(count(first), digests, records):
+                if d in last and b"\n" not in record:
+                    last.remove(d)
+                else:
+                    send.append(number)
+        self.sent += len(send)
+        return b"".join(b"%d,%s\n" % (n, records[n - first]) for n in send)
 
     def remembered(self) -> bytes | None:
         """The header's digest, then every record's: what the next load compares with; None when a
@@ -165,9 +173,13 @@ def repeated_keys(path: Path, positions: tuple[int, ...], columns: int, lines: d
             if line == 1 and batch:
                 batch = batch[1:]  # the header
             keys = _keys(batch, pick, cut, last in positions) if records.plain else None
-            if keys is not None and lines.keys().isdisjoint(keys):
+            if keys is not None:  # the common case: the rows with one of the keys found in C, then each asked
+                hits = list(filter(lines.__contains__, keys))
+                own = sum(0 < lines[k] - line <= len(keys) and keys[lines[k] - line - 1] == k for k in set(hits))
+                if own != len(hits):  # a key twice, or on another line than its own
+                    return True
                 line += len(batch)
-                continue  # the common case, asked in C; else line by line
+                continue
             for number, record in enumerate(batch, line + 1):
                 if b'"' in record:
                     key = _key(record, positions)

@@ -3,72 +3,31 @@
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import asyncpg
 import sqlalchemy.exc
 from sqlalchemy import event, text
-from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
+from app.data.connecting import CONNECT_TIMEOUT_S, asyncpg_url, driver_options
 from app.errors import DatabaseUnavailable
 from app.settings import PROJECT_ROOT, Settings
 
 # Fail fast while the database is down, instead of holding the request: a connect attempt gets
-# CONNECT_TIMEOUT_S, waiting for a free pooled connection POOL_TIMEOUT_S. Every checkout checks its
-# connection first (watch_connections), so the connections a restart killed are replaced, not handed out.
-CONNECT_TIMEOUT_S = 5.0
+# CONNECT_TIMEOUT_S (app/data/connecting.py), waiting for a free pooled connection POOL_TIMEOUT_S.
+# Every checkout checks its connection first (watch_connections), so the connections a restart killed
+# are replaced, not handed out.
 POOL_TIMEOUT_S = 10.0
 # A connection that sat in the pool longer than this is pinged (one round trip) before it is handed
 # out: a peer that vanished without closing the socket shows only then. Under load connections
 # come back within milliseconds and are never pinged.
 IDLE_PING_S = 5.0
 _CHECKED_IN = "checked_in"
-
-# Kept for the life of the process: pgserver stops the embedded cluster when its last user exits.
-_embedded_servers: dict[Path, Any] = {}
-
-
-def asyncpg_url(url: str) -> str:
-    """Accept any Postgres URL spelling (postgres://, postgresql://, +psycopg) and use asyncpg."""
-    parsed = make_url(url.replace("postgres://", "postgresql://", 1))
-    if parsed.get_backend_name() != "postgresql":
-        raise ValueError(f"DATABASE_URL must point to PostgreSQL, not {parsed.get_backend_name()!r}")
-    return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
-
-
-def asyncpg_dsn(sqlalchemy_url: str) -> str:
-    """The same database, spelled for asyncpg itself (no `+asyncpg` driver suffix)."""
-    return make_url(sqlalchemy_url).set(drivername="postgresql").render_as_string(hide_password=False)
-
-
-def start_embedded_postgres(data_dir: Path) -> str:
-    """Start (or join) the embedded Postgres cluster under data_dir and return its URL."""
-    pg_dir = (data_dir / "postgres").resolve()
-    if pg_dir not in _embedded_servers:
-        with warnings.catch_warnings():
-            # pgserver keeps its lock in the user's runtime folder; without XDG_RUNTIME_DIR (a container,
-            # sudo, a CI runner) platformdirs warns on import and falls back to /tmp/runtime-<uid>, which
-            # serves as well: not something to print on every start.
-            warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")
-            import pgserver  # imported here: only the embedded default needs it
-
-        pg_dir.mkdir(parents=True, exist_ok=True)
-        _embedded_servers[pg_dir] = pgserver.get_server(pg_dir, cleanup_mode="stop")  # type: ignore[attr-defined]
-    # pgserver listens on a Unix socket inside the data folder.
-    return asyncpg_url(f"postgresql://postgres@/postgres?host={pg_dir}")
-
-
-def resolve_database_url(settings: Settings) -> str:
-    if settings.database.url:
-        return asyncpg_url(settings.database.url)
-    return start_embedded_postgres(settings.database.data_dir)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,17 +54,6 @@ def connection_budget(settings: Settings, *, shared_admission: bool | None = Non
         answers=settings.database.pool_size,
         admission=settings.database.admission_pool_size if shared else 0,
     )
-
-
-def driver_options(settings: Settings | None) -> dict[str, Any]:
-    """asyncpg.connect's options for what the pooler in front of Postgres allows. Behind a
-    transaction-mode pooler the next transaction may run on another server connection, where a
-    prepared statement named on this one does not exist (or another client's of the same name
-    does): statement_cache_size=0 makes asyncpg use the unnamed statement only, parsed again in the
-    same round trip that binds and runs it, so nothing outlives its transaction."""
-    if settings is not None and settings.database.pooler == "transaction":
-        return {"statement_cache_size": 0}
-    return {}
 
 
 def engine_options(settings: Settings | None = None) -> dict[str, Any]:

@@ -22,15 +22,8 @@ from typing import Any
 
 import asyncpg
 
-from app.data.database import (
-    CONNECT_TIMEOUT_S,
-    IDLE_PING_S,
-    POOL_TIMEOUT_S,
-    UNAVAILABLE_MESSAGE,
-    asyncpg_dsn,
-    connection_lost,
-    unavailable,
-)
+from app.data.connecting import CONNECT_TIMEOUT_S, asyncpg_dsn
+from app.data.database import IDLE_PING_S, POOL_TIMEOUT_S, UNAVAILABLE_MESSAGE, connection_lost, unavailable
 from app.errors import DatabaseUnavailable
 
 _CONNECT_FAILED = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)

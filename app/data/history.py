@@ -16,8 +16,9 @@ from app.errors import UnreadableData
 # One statement, one round trip, whose cost does not grow with the statements' length: the account,
 # every statement up to the one asked about with its net from its summary (openings chain through
 # them), the totals of the last two, the lines of the last one an answer may name (all kept by
-# triggers, migration 0011), the largest lines of the merchants or fees the question names that those
-# leave out, and the payments after its close up to as_of.
+# triggers, migration 0011; arrays of rows since 0025, made json here), the largest lines of the
+# merchants or fees the question names that those leave out, and the payments after its close up to
+# as_of.
 # Cast to text: the driver would decode JSON numbers to floats; msgspec decodes them to Decimal.
 # :period_end is the statement's (NULL: the latest).
 _CTES = """
@@ -53,11 +54,11 @@ json_build_object(
     'customer_ref', acct.customer_ref,
     'customer_locale', acct.locale,
     'statements', COALESCE((SELECT json_agg(stmts ORDER BY stmts.period_end) FROM stmts), '[]'),
-    'totals', COALESCE((SELECT totals FROM last_two WHERE n = 1), '[]'),
-    'previous_totals', COALESCE((SELECT totals FROM last_two WHERE n = 2), '[]'),
-    'lines', COALESCE((SELECT CAST(last_two.lines AS jsonb) || CASE WHEN EXISTS (
-        SELECT FROM json_array_elements(last_two.totals) l
-        WHERE char_length(l ->> 'label') >= 2 AND strpos(:question_lower, lower(l ->> 'label')) > 0
+    'totals', COALESCE((SELECT to_json(totals) FROM last_two WHERE n = 1), '[]'),
+    'previous_totals', COALESCE((SELECT to_json(totals) FROM last_two WHERE n = 2), '[]'),
+    'lines', COALESCE((SELECT to_jsonb(last_two.lines) || CASE WHEN EXISTS (
+        SELECT FROM unnest(last_two.totals) l
+        WHERE char_length(l.label) >= 2 AND strpos(:question_lower, lower(l.label)) > 0
     ) THEN COALESCE((
         SELECT jsonb_agg(jsonb_build_object('id', t.id, 'posted_on', t.posted_on, 'kind', t.kind, 'amount', t.amount,
                                             'merchant', t.merchant, 'description', t.description)
@@ -66,9 +67,9 @@ json_build_object(
               WHERE t.tenant_id = :tenant_id AND t.account_id = acct.id AND t.kind <> 'payment'
                 AND t.posted_on BETWEEN last_two.period_start AND last_two.period_end
                 AND line_label(t.kind, t.merchant, t.description) IN (  -- the named labels, found once
-                    SELECT l ->> 'label' FROM json_array_elements(last_two.totals) l
-                    WHERE char_length(l ->> 'label') >= 2 AND strpos(:question_lower, lower(l ->> 'label')) > 0)
-                AND t.id NOT IN (SELECT CAST(x ->> 'id' AS bigint) FROM json_array_elements(last_two.lines) x)
+                    SELECT l.label FROM unnest(last_two.totals) l
+                    WHERE char_length(l.label) >= 2 AND strpos(:question_lower, lower(l.label)) > 0)
+                AND t.id NOT IN (SELECT x.id FROM unnest(last_two.lines) x)
               ORDER BY abs(t.amount) DESC, t.posted_on, t.id
               LIMIT 12) t
     ), '[]') ELSE '[]' END || COALESCE((

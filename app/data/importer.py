@@ -8,47 +8,20 @@ load's (COPY into staging tables, one merge a table: app/data/staging.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.data import sql
+from app.data.csv_checks import check_no_overlap
 from app.data.csv_format import TABLES
 from app.data.database import driver_of
 from app.data.import_format import ImportFile
-from app.data.models import Account, Statement
-from app.data.staging import merge, stage_rows, text_field
+from app.data.staging import Counts, ImportReport, merge, stage_rows, text_field
 from app.data.tenants import tenant_id as find_tenant
 from app.errors import ImportRejected
 
 _ACCOUNTS = sql.Statement(
     "SELECT a.id FROM stage_accounts s JOIN accounts a ON a.tenant_id = :tenant_id AND a.ref = s.ref"
 )
-
-
-@dataclass(kw_only=True)
-class Counts:
-    created: int = 0
-    updated: int = 0
-    unchanged: int = 0
-
-
-@dataclass
-class ImportReport:
-    tenant: str
-    tables: dict[str, Counts] = field(default_factory=dict)
-    same_as_last_load: bool = False  # CSV: the files of the last load, nothing written since
-
-    def summary(self) -> str:
-        parts = [
-            f"{name}: {c.created} created, {c.updated} updated, {c.unchanged} unchanged"
-            for name, c in self.tables.items()
-        ]
-        same = (
-            " (the files of the last load, and nothing of the tenant's written since)" if self.same_as_last_load else ""
-        )
-        return f"tenant {self.tenant}{same}: " + "; ".join(parts)
 
 
 def _rows(doc: ImportFile) -> dict[str, list[str]]:
@@ -91,30 +64,10 @@ async def import_file(conn: AsyncConnection, doc: ImportFile) -> ImportReport:
             await raw.execute(f"ANALYZE {table.name}")
     accounts = await raw.fetch(_ACCOUNTS.sql, *_ACCOUNTS.args({"tenant_id": tenant}))
     await raw.execute("DROP TABLE stage_customers, stage_accounts, stage_statements, stage_transactions")
-    await check_no_overlap(conn, [r["id"] for r in accounts])
+    await check_no_overlap(raw, [r["id"] for r in accounts])
     # Fresh planner statistics: after a bulk load the tables would wait for autovacuum (a minute or
     # more), and meanwhile the history query every answer runs takes a plan about twice as slow
     # (an index that only filters the accounts by ref, a bitmap over every statement of the tenant).
     # ANALYZE samples a bounded number of rows, so this stays cheap on large tables.
-    await conn.execute(text("ANALYZE customers, accounts, statements, transactions"))
+    await raw.execute("ANALYZE customers, accounts, statements, transactions")
     return report
-
-
-async def check_no_overlap(conn: AsyncConnection, account_ids: list[int]) -> None:
-    """The file's statements are checked among themselves; this checks them against stored ones."""
-    s1, s2, acc = Statement.__table__.alias(), Statement.__table__.alias(), Account.__table__
-    row = (
-        await conn.execute(
-            select(acc.c.ref, s1.c.period_end, s2.c.period_end)
-            .join(s2, (s2.c.account_id == s1.c.account_id) & (s2.c.id > s1.c.id))
-            .join(acc, acc.c.id == s1.c.account_id)
-            .where(
-                s1.c.account_id.in_(account_ids),
-                s1.c.period_start <= s2.c.period_end,
-                s2.c.period_start <= s1.c.period_end,
-            )
-            .limit(1)
-        )
-    ).first()
-    if row is not None:
-        raise ImportRejected(f"account {row[0]}: the statement ending {row[1]} overlaps the one ending {row[2]}")

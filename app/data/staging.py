@@ -5,6 +5,7 @@ app/data/importer.py stages a JSON file's rows, checked in Python as it was deco
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
 
 import asyncpg
 
@@ -21,6 +22,30 @@ _AFTER_LINES = (
     "SELECT set_config('bill_assistant.lines_merged', 'off', true);"
     " SELECT statement_lines_changed(spans) FROM merged_spans; DROP TABLE merged_spans"
 )
+
+
+@dataclass(kw_only=True)
+class Counts:
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+
+@dataclass
+class ImportReport:
+    tenant: str
+    tables: dict[str, Counts] = field(default_factory=dict)
+    same_as_last_load: bool = False  # CSV: the files of the last load, nothing written since
+
+    def summary(self) -> str:
+        parts = [
+            f"{name}: {c.created} created, {c.updated} updated, {c.unchanged} unchanged"
+            for name, c in self.tables.items()
+        ]
+        same = (
+            " (the files of the last load, and nothing of the tenant's written since)" if self.same_as_last_load else ""
+        )
+        return f"tenant {self.tenant}{same}: " + "; ".join(parts)
 
 
 def text_field(value: str | None) -> str:

@@ -3,7 +3,8 @@ pooler changes in how each pool connects."""
 
 from __future__ import annotations
 
-from app.data.database import ConnectionBudget, connection_budget, driver_options, engine_options
+from app.data.connecting import driver_options
+from app.data.database import ConnectionBudget, connection_budget, engine_options
 from app.settings import Settings
 
 

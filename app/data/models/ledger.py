@@ -21,8 +21,9 @@ from sqlalchemy import (
     UniqueConstraint,
     text,
 )
-from sqlalchemy.dialects.postgresql import BYTEA, JSON, JSONB
+from sqlalchemy.dialects.postgresql import BYTEA, JSONB
 from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.types import UserDefinedType
 
 from app.data.models.base import Base, Money, created_at_column, id_column, in_
 from app.domain.vocabulary import TRANSACTION_KINDS
@@ -109,6 +110,18 @@ class Transaction(Base):
     description: Mapped[str | None] = mapped_column(String(500))
 
 
+class Rows(UserDefinedType[list[Any]]):
+    """An array of one of migration 0025's composite types (read as json: app/data/history.py)."""
+
+    cache_ok = True
+
+    def __init__(self, composite: str) -> None:
+        self.composite = composite
+
+    def get_col_spec(self, **kw: Any) -> str:
+        return f"{self.composite}[]"
+
+
 class StatementSummary(Base):
     """What an answer reads of a statement instead of its lines, kept by triggers (migrations 0011, 0012):
     the signed net, totals by kind and label, and the lines an answer may name."""
@@ -123,9 +136,9 @@ class StatementSummary(Base):
     statement_id: Mapped[int] = mapped_column(BigInteger, primary_key=True)
     tenant_id: Mapped[int] = mapped_column(BigInteger)
     net: Mapped[Decimal] = mapped_column(Numeric(18, 2))  # a sum of many numeric(14, 2) lines
-    # json, not jsonb: read as text, and a bulk load builds a million of these objects (migration 0012).
-    totals: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
-    lines: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    # Arrays of rows, not json: a bulk load builds a million of these values (migration 0025).
+    totals: Mapped[list[Any]] = mapped_column(Rows("summary_total"))
+    lines: Mapped[list[Any]] = mapped_column(Rows("summary_line"))
 
 
 class LedgerVersion(Base):

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import demo
-from app.data.database import asyncpg_dsn
+from app.data.connecting import asyncpg_dsn
 from app.data.knowledge import import_library
 from app.domain.knowledge import parse_library
 from app.eval import knowledge as labelled

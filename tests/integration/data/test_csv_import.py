@@ -11,15 +11,8 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.data.csv_format import TABLES
-from app.data.csv_import import load_csv
-from app.data.importer import ImportReport
 from app.errors import ImportRejected
-from tests.factories import customer, document, snapshot, write_csv
-
-
-async def load_files(engine: AsyncEngine, tenant: str, files: dict[str, Path], *, force: bool = False) -> ImportReport:
-    async with engine.begin() as conn:
-        return await load_csv(conn, tenant, files, lambda name, chunk: None, force=force)
+from tests.factories import customer, document, load_files, snapshot, write_csv
 
 
 async def rows_of(engine: AsyncEngine, tenant_id: int) -> list[Any]:
@@ -28,8 +21,8 @@ async def rows_of(engine: AsyncEngine, tenant_id: int) -> list[Any]:
         "SELECT ref, name, locale FROM customers WHERE tenant_id = :t ORDER BY ref",
         "SELECT a.ref, c.ref, a.kind, a.currency, a.masked_number, a.opening_balance FROM accounts a "
         "JOIN customers c ON c.id = a.customer_id WHERE a.tenant_id = :t ORDER BY a.ref",
-        "SELECT a.ref, s.period_start, s.period_end, s.due_date, s.minimum_due, ss.net, ss.totals, "
-        "(SELECT jsonb_agg(CAST(x AS jsonb) - 'id') FROM json_array_elements(ss.lines) x) "
+        "SELECT a.ref, s.period_start, s.period_end, s.due_date, s.minimum_due, ss.net, to_json(ss.totals), "
+        "(SELECT jsonb_agg(CAST(x AS jsonb) - 'id') FROM json_array_elements(to_json(ss.lines)) x) "
         "FROM statements s JOIN accounts a ON a.id = s.account_id "
         "JOIN statement_summaries ss ON ss.statement_id = s.id "
         "WHERE s.tenant_id = :t ORDER BY a.ref, s.period_end",

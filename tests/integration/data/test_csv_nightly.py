@@ -12,15 +12,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.data.csv_import import load_csv
-from app.data.importer import ImportReport
 from app.errors import ImportRejected
-from tests.factories import document, tx, write_csv
-
-
-async def _load(engine: AsyncEngine, tenant: str, files: dict[str, Path]) -> ImportReport:
-    async with engine.begin() as conn:
-        return await load_csv(conn, tenant, files, lambda name, chunk: None)
+from tests.factories import document, load_files, tx, write_csv
 
 
 async def _amounts(engine: AsyncEngine, tenant_id: int) -> dict[str, str]:
@@ -35,7 +28,7 @@ async def _loaded(make_tenant: Any, engine: AsyncEngine, tmp_path: Path) -> tupl
     """A new tenant with the default document loaded from CSV: the tenant, the document, its amounts."""
     tenant = await make_tenant()
     doc = document(tenant.slug)
-    await _load(engine, tenant.slug, write_csv(doc, tmp_path))
+    await load_files(engine, tenant.slug, write_csv(doc, tmp_path))
     return tenant, doc, await _amounts(engine, tenant.id)
 
 
@@ -48,7 +41,7 @@ async def test_a_nightly_file_is_checked_and_counted_as_a_whole(
     lines[2]["amount"] = "-1.00"  # line 4: changed, and wrong
     lines.append(tx("T-2", "2026-10-20", "purchase", "5.00", "Kiosk"))  # line 8: new, repeats line 3's ref
     with pytest.raises(ImportRejected) as rejected:
-        await _load(engine, tenant.slug, write_csv(doc, tmp_path))
+        await load_files(engine, tenant.slug, write_csv(doc, tmp_path))
     assert str(rejected.value).splitlines() == [
         "transactions.csv: line 4, column amount: must be positive (only adjustments are signed)",
         "transactions.csv: line 8, column ref: repeats the row of line 3",
@@ -57,7 +50,7 @@ async def test_a_nightly_file_is_checked_and_counted_as_a_whole(
 
     lines[2]["amount"] = "101.00"  # a correction
     lines[-1]["ref"] = "T-7"  # a new line
-    report = await _load(engine, tenant.slug, write_csv(doc, tmp_path))
+    report = await load_files(engine, tenant.slug, write_csv(doc, tmp_path))
     counts = report.tables["transactions"]
     assert (counts.created, counts.updated, counts.unchanged) == (1, 1, 5)
     assert await _amounts(engine, tenant.id) == stored | {"T-3": "101.00", "T-7": "5.00"}
@@ -78,8 +71,8 @@ async def _summaries(engine: AsyncEngine, tenant_id: int) -> list[tuple[Any, ...
     async with engine.connect() as conn:
         rows = await conn.execute(
             text(
-                "SELECT s.period_end, s.data_version, ss.net::text, ss.totals::text,"
-                " (SELECT jsonb_agg(e - 'id' ORDER BY n) FROM jsonb_array_elements(ss.lines::jsonb)"
+                "SELECT s.period_end, s.data_version, ss.net::text, to_json(ss.totals)::text,"
+                " (SELECT jsonb_agg(e - 'id' ORDER BY n) FROM jsonb_array_elements(to_jsonb(ss.lines))"
                 "  WITH ORDINALITY AS x(e, n))::text"
                 " FROM statements s JOIN statement_summaries ss ON ss.statement_id = s.id"
                 " WHERE s.tenant_id = :t ORDER BY s.period_end"
@@ -94,13 +87,13 @@ async def test_a_nightly_file_writes_only_what_changed_and_leaves_the_summaries_
 ) -> None:
     tenant, fresh = await make_tenant(), await make_tenant()
     doc = document(tenant.slug)
-    await _load(engine, tenant.slug, write_csv(doc, tmp_path))
+    await load_files(engine, tenant.slug, write_csv(doc, tmp_path))
     before, versions = await _lines(engine, tenant.id), [v[1] for v in await _summaries(engine, tenant.id)]
 
     lines = doc["customers"][0]["accounts"][0]["transactions"]
     lines[3]["amount"] = "13.49"  # October's Netflix, changed
     lines.append(tx("T-7", "2026-10-20", "purchase", "5.00", "Kiosk"))  # new in October
-    report = await _load(engine, tenant.slug, write_csv(doc, tmp_path))
+    report = await load_files(engine, tenant.slug, write_csv(doc, tmp_path))
     counts = report.tables["transactions"]
     assert (counts.created, counts.updated, counts.unchanged) == (1, 1, 5)
     after = await _lines(engine, tenant.id)
@@ -111,7 +104,7 @@ async def test_a_nightly_file_writes_only_what_changed_and_leaves_the_summaries_
     # The summaries are those of the same file loaded first; October's (changed and added to in one
     # merge) refreshed once, so its data version moved once; September's not at all.
     (tmp_path / "fresh").mkdir()
-    await _load(engine, fresh.slug, write_csv(document(fresh.slug, doc["customers"]), tmp_path / "fresh"))
+    await load_files(engine, fresh.slug, write_csv(document(fresh.slug, doc["customers"]), tmp_path / "fresh"))
     summaries = await _summaries(engine, tenant.id)
     assert [s[2:] for s in summaries] == [s[2:] for s in await _summaries(engine, fresh.id)]
     assert [s[1] for s in summaries] == [versions[0], versions[1] + 1]
@@ -125,12 +118,12 @@ async def test_a_nightly_line_repeating_an_unchanged_lines_key_is_refused(
 
     lines.append(tx("T-2", "2026-10-20", "purchase", "5.00", "Kiosk"))  # line 8: new, valid on its own
     with pytest.raises(ImportRejected) as rejected:
-        await _load(engine, tenant.slug, write_csv(doc, tmp_path))
+        await load_files(engine, tenant.slug, write_csv(doc, tmp_path))
     assert str(rejected.value) == "transactions.csv: line 8, column ref: repeats the row of line 3"
 
     lines[-1] = dict(lines[1])  # line 8: line 3 again, byte for byte
     with pytest.raises(ImportRejected) as rejected:
-        await _load(engine, tenant.slug, write_csv(doc, tmp_path))
+        await load_files(engine, tenant.slug, write_csv(doc, tmp_path))
     assert str(rejected.value) == "transactions.csv: line 8, column ref: repeats the row of line 3"
     assert await _amounts(engine, tenant.id) == stored
 
@@ -147,6 +140,6 @@ async def test_a_line_as_last_loaded_is_put_back_after_another_write(
         )
 
     doc["customers"][0]["accounts"][0]["transactions"][3]["amount"] = "13.49"  # and one line changed
-    report = await _load(engine, tenant.slug, write_csv(doc, tmp_path))
+    report = await load_files(engine, tenant.slug, write_csv(doc, tmp_path))
     assert (report.tables["transactions"].updated, report.tables["transactions"].unchanged) == (2, 4)
     assert await _amounts(engine, tenant.id) == stored | {"T-4": "13.49"}

@@ -16,14 +16,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from app.data.csv_import import load_csv
 from app.data.database import create_engine
 from app.data.history import load_history
 from app.data.tenants import create_tenant
 from app.domain.facts import nameable, totals
 from app.domain.money import ZERO, signed
 from app.domain.records import Line, Total
-from tests.factories import account, customer, document, import_document, statement, tx, write_csv
+from tests.factories import account, customer, document, import_document, load_files, statement, tx, write_csv
 
 PERIODS = [("2026-08-01", "2026-08-31"), ("2026-09-01", "2026-09-30"), ("2026-10-01", "2026-10-31")]
 # Labels that Python's strip() and the SQL btrim() must read alike, and fees named by description.
@@ -70,7 +69,7 @@ async def _run(url: str, slug: str, steps: list[tuple[str, Any]]) -> None:
                     else:
                         with tempfile.TemporaryDirectory() as tmp:
                             files = write_csv(base, Path(tmp))
-                            await load_csv(conn, slug, {"transactions": files["transactions"]}, lambda n, c: None)
+                            await load_files(engine, slug, {"transactions": files["transactions"]})
                 elif kind == "delete":
                     await conn.execute(text("DELETE FROM transactions WHERE tenant_id = :t AND ref = :r"),
                                        {"t": tenant, "r": f"T-{arg}"})  # fmt: skip
@@ -93,7 +92,8 @@ async def _check(engine: Any, tenant: int) -> None:
                 "ORDER BY posted_on, id"), {"t": tenant})
         ]  # fmt: skip
         summaries = (await conn.execute(text(
-            "SELECT s.period_start, s.period_end, ss.net, CAST(ss.totals AS text), CAST(ss.lines AS text) "
+            "SELECT s.period_start, s.period_end, ss.net, CAST(to_json(ss.totals) AS text), "
+            "CAST(to_json(ss.lines) AS text) "
             "FROM statements s JOIN statement_summaries ss ON ss.statement_id = s.id WHERE s.tenant_id = :t"),
             {"t": tenant})).all()  # fmt: skip
     assert len(summaries) == len(PERIODS)
