@@ -43,7 +43,8 @@ import msgspec
 from sqlalchemy.engine import make_url
 
 from app.data.answer_cache import cache_rows
-from app.data.database import create_engine, resolve_database_url
+from app.data.connecting import resolve_database_url
+from app.data.database import create_engine
 from app.replay.run import Sample, replay
 from app.replay.stats import percentile
 from app.replay.traffic import Arrival, dumps, export, generate, loads, population

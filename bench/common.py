@@ -18,7 +18,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app import demo
-from app.data.database import create_engine, migrate, resolve_database_url
+from app.data.connecting import resolve_database_url
+from app.data.database import create_engine, migrate
 from app.data.import_format import parse
 from app.data.importer import import_file
 from app.data.tenants import create_tenant, issue_api_key, set_limits

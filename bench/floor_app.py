@@ -21,7 +21,7 @@ from typing import Any
 import asyncpg
 from litestar import Litestar, Response, get, post
 
-from app.data.database import asyncpg_dsn
+from app.data.connecting import asyncpg_dsn
 
 FLOOR = os.environ.get("FLOOR", "http")
 BODY = b'{"explanation": "' + b"x" * 1500 + b'"}'

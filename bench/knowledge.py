@@ -23,7 +23,8 @@ import time
 import asyncpg
 
 from app import demo
-from app.data.database import asyncpg_dsn, create_engine
+from app.data.connecting import asyncpg_dsn
+from app.data.database import create_engine
 from app.data.knowledge import import_library
 from app.data.knowledge_search import search
 from app.data.tenants import create_tenant

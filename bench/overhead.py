@@ -56,7 +56,7 @@ import asyncpg
 import msgspec
 import uvloop
 
-from app.data.database import asyncpg_dsn
+from app.data.connecting import asyncpg_dsn
 from app.replay.http import Pool, post
 from app.replay.stats import percentile
 from bench.common import demo_database, free_port, ready_process, service_process
