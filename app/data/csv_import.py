@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Callable
+from contextlib import nullcontext
 from functools import partial
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from app.data.csv_checks import MAX_ERRORS, by_line, check_no_overlap, errors, h
 from app.data.csv_format import CHUNK, TABLES, Table
 from app.data.csv_lines import Sieve, first_line, last_digests, repeated_keys, unchanged_file
 from app.data.sql import Statement
-from app.data.staging import Counts, ImportReport, merge
+from app.data.staging import Counts, ImportReport, merge, statements_summarized_once
 from app.errors import ImportRejected
 
 ANALYZE_SHARE = 0.1  # a table's statistics are refreshed after a change above this share of its file
@@ -196,19 +197,21 @@ async def load_csv(
         raise ImportRejected("\n".join(problems))
     report = ImportReport(tenant=tenant_slug)
     changed = []
-    for table in tables:
-        if table.name in first:
-            created, updated = await _insert(raw, table, tenant, files[table.name])
-        else:
-            created, updated = await merge(raw, table, tenant) if table.name in staged else (0, 0)
-        unchanged = rows[table.name] - created - updated
-        report.tables[table.name] = Counts(created=created, updated=updated, unchanged=unchanged)
-        # The next table's merge joins this one: plan it with what is there now. A change of under
-        # ANALYZE_SHARE of the file leaves the statistics as they were (autovacuum sees to it later).
-        if created + updated > ANALYZE_SHARE * rows[table.name]:
-            changed.append(table.name)
-            if table is not tables[-1]:
-                await raw.execute(f"ANALYZE {table.name}")
+    # New statements are summarized once, with their lines (none are new unless the file is loaded).
+    async with statements_summarized_once(raw, tenant) if "statements" in staged else nullcontext():
+        for table in tables:
+            if table.name in first:
+                created, updated = await _insert(raw, table, tenant, files[table.name])
+            else:
+                created, updated = await merge(raw, table, tenant) if table.name in staged else (0, 0)
+            unchanged = rows[table.name] - created - updated
+            report.tables[table.name] = Counts(created=created, updated=updated, unchanged=unchanged)
+            # The next table's merge joins this one: plan it with what is there now. A change of under
+            # ANALYZE_SHARE of the file leaves the statistics as they were (autovacuum sees to it later).
+            if created + updated > ANALYZE_SHARE * rows[table.name]:
+                changed.append(table.name)
+                if table is not tables[-1]:
+                    await raw.execute(f"ANALYZE {table.name}")
     if "statements" in staged:
         touched = await raw.fetch(_TOUCHED.sql, *_TOUCHED.args({"tenant_id": tenant}))
         await check_no_overlap(raw, [r["id"] for r in touched])

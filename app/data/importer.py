@@ -15,7 +15,7 @@ from app.data.csv_checks import check_no_overlap
 from app.data.csv_format import TABLES
 from app.data.database import driver_of
 from app.data.import_format import ImportFile
-from app.data.staging import Counts, ImportReport, merge, stage_rows, text_field
+from app.data.staging import Counts, ImportReport, merge, stage_rows, statements_summarized_once, text_field
 from app.data.tenants import tenant_id as find_tenant
 from app.errors import ImportRejected
 
@@ -57,11 +57,12 @@ async def import_file(conn: AsyncConnection, doc: ImportFile) -> ImportReport:
     raw = await driver_of(conn)
     staged = {name: await stage_rows(raw, TABLES[name], rows) for name, rows in _rows(doc).items()}
     report = ImportReport(tenant=doc.tenant)
-    for table, count in ((TABLES[name], count) for name, count in staged.items()):
-        created, updated = await merge(raw, table, tenant)
-        report.tables[table.name] = Counts(created=created, updated=updated, unchanged=count - created - updated)
-        if created or updated:  # the next table's merge joins this one: plan it with what is there now
-            await raw.execute(f"ANALYZE {table.name}")
+    async with statements_summarized_once(raw, tenant):
+        for table, count in ((TABLES[name], count) for name, count in staged.items()):
+            created, updated = await merge(raw, table, tenant)
+            report.tables[table.name] = Counts(created=created, updated=updated, unchanged=count - created - updated)
+            if created or updated:  # the next table's merge joins this one: plan it with what is there now
+                await raw.execute(f"ANALYZE {table.name}")
     accounts = await raw.fetch(_ACCOUNTS.sql, *_ACCOUNTS.args({"tenant_id": tenant}))
     await raw.execute("DROP TABLE stage_customers, stage_accounts, stage_statements, stage_transactions")
     await check_no_overlap(raw, [r["id"] for r in accounts])

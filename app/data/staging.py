@@ -5,6 +5,7 @@ app/data/importer.py stages a JSON file's rows, checked in Python as it was deco
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import asyncpg
@@ -46,6 +47,25 @@ class ImportReport:
             " (the files of the last load, and nothing of the tenant's written since)" if self.same_as_last_load else ""
         )
         return f"tenant {self.tenant}{same}: " + "; ".join(parts)
+
+
+# Statements of the tenant that have no summary: those a load inserted and gave no line.
+_UNSUMMARIZED = Statement(
+    "SELECT refresh_statement_summaries(ARRAY(SELECT s.id FROM statements s WHERE s.tenant_id = :tenant_id"
+    " AND NOT EXISTS (SELECT FROM statement_summaries ss WHERE ss.statement_id = s.id)))"
+)
+
+
+@asynccontextmanager
+async def statements_summarized_once(raw: asyncpg.Connection, tenant: int) -> AsyncIterator[None]:
+    """The loads' merges inside: a new statement is summarized once, with its lines, not first empty
+    and then again (migration 0026). The statements trigger leaves new statements alone meanwhile,
+    the lines' trigger (or statement_lines_changed) summarizes those that get lines, and those that
+    got none are summarized on the way out."""
+    await raw.execute("SELECT set_config('bill_assistant.summaries_deferred', 'on', true)")
+    yield
+    await raw.execute("SELECT set_config('bill_assistant.summaries_deferred', 'off', true)")
+    await raw.execute(_UNSUMMARIZED.sql, *_UNSUMMARIZED.args({"tenant_id": tenant}))
 
 
 def text_field(value: str | None) -> str:

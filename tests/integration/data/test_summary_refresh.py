@@ -4,12 +4,15 @@ summary row that was not rebuilt keeps its row version (xmin)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests.factories import account, customer, document, statement, tx
+from app.data.connecting import connect
+from app.data.csv_import import load_csv
+from tests.factories import account, customer, document, statement, tx, write_csv
 
 MONTHS = [f"2026-{m:02d}" for m in range(1, 7)]
 ENDS = ["31", "28", "31", "30", "31", "30"]
@@ -53,3 +56,30 @@ async def test_only_the_statements_holding_a_changed_line_are_rebuilt(
             text("UPDATE statements SET data_version = data_version + 1 WHERE tenant_id = :t"), {"t": bank.id}
         )
     assert await _versions(engine, bank.id) == after
+
+
+async def test_a_first_load_writes_each_summary_once(make_tenant: Any, engine: AsyncEngine, tmp_path: Path) -> None:
+    """A load's new statements are summarized with their lines (migration 0026), not first empty and
+    then again: six statements, five with a line and one without, six summary rows inserted and none
+    updated in the load's transaction (pg_stat_xact_user_tables counts this transaction's writes)."""
+    bank = await make_tenant()
+    statements = [statement(f"{m}-01", f"{m}-{end}", f"{m}-{end}") for m, end in zip(MONTHS, ENDS, strict=True)]
+    lines = [tx(f"T-{i}", f"{m}-10", "purchase", "10.00", "FreshMart") for i, m in enumerate(MONTHS[:-1])]
+    doc = document(bank.slug, [customer(accounts=[account(statements=statements, transactions=lines)])])
+    raw = await connect(engine.url.render_as_string(hide_password=False))
+    try:
+        async with raw.transaction():
+            await load_csv(raw, bank.slug, write_csv(doc, tmp_path), lambda name, chunk: None)
+            writes = await raw.fetchrow(
+                "SELECT n_tup_ins, n_tup_upd FROM pg_stat_xact_user_tables WHERE relname = 'statement_summaries'"
+            )
+    finally:
+        await raw.close()
+    assert (writes["n_tup_ins"], writes["n_tup_upd"]) == (6, 0)
+    async with engine.connect() as conn:
+        query = text(
+            "SELECT s.period_start::text, ss.net::text FROM statement_summaries ss"
+            " JOIN statements s ON s.id = ss.statement_id WHERE s.tenant_id = :t ORDER BY 1"
+        )
+        nets = dict((await conn.execute(query, {"t": bank.id})).tuples().all())
+    assert nets == {f"{m}-01": "10.00" for m in MONTHS[:-1]} | {f"{MONTHS[-1]}-01": "0.00"}
