@@ -81,5 +81,5 @@ async def test_a_first_load_writes_each_summary_once(make_tenant: Any, engine: A
             "SELECT s.period_start::text, ss.net::text FROM statement_summaries ss"
             " JOIN statements s ON s.id = ss.statement_id WHERE s.tenant_id = :t ORDER BY 1"
         )
-        nets = dict((await conn.execute(query, {"t": bank.id})).tuples().all())
+        nets: dict[str, str] = dict((await conn.execute(query, {"t": bank.id})).tuples().all())
     assert nets == {f"{m}-01": "10.00" for m in MONTHS[:-1]} | {f"{MONTHS[-1]}-01": "0.00"}
