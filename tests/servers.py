@@ -26,16 +26,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def stop_service(proc: subprocess.Popen[bytes], timeout_s: float = 30) -> None:
-    """SIGTERM (the supervisor stops its workers, the service drains), killed only as a last resort."""
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+def stop_service(*procs: subprocess.Popen[bytes], timeout_s: float = 30) -> None:
+    """SIGTERM (the supervisor stops its workers, the service drains), killed only as a last resort.
+    Several are signalled together, so that they drain at once (a drain is about a second)."""
+    running = [proc for proc in procs if proc.poll() is None]
+    for proc in running:
+        proc.terminate()
+    for proc in running:
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def start_service(port: int, *args: str, **env: str) -> subprocess.Popen[bytes]:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Iterator
 from datetime import date, timedelta
 from typing import Any
@@ -12,12 +11,11 @@ from typing import Any
 import pytest
 from litestar.testing import AsyncTestClient
 from sqlalchemy import text
-from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.answers.cache_fill import CacheFiller
 from app.api.app import create_app
-from app.data.database import create_engine, migrate
+from app.data.database import create_engine
 from app.data.fill_leader import hold, let_go
 from app.data.tenants import create_tenant, issue_api_key
 from app.locales import CANONICAL_QUESTIONS
@@ -26,7 +24,7 @@ from bench.fakes.plans import GOOD
 from bench.fakes.sglang_server import RunningFake, Script
 from tests.factories import account, customer, document, import_document, statement
 from tests.metrics import sample
-from tests.postgres import admin_url
+from tests.postgres import new_database
 from tests.servers import free_port, start_service, stop_service, wait_until_healthy
 from tests.waiting import until
 
@@ -48,22 +46,11 @@ async def test_one_replica_holds_the_fill_lease_and_another_takes_over_when_it_r
         await let_go(conn, "a")
 
 
-async def _admin(statement_sql: str) -> None:
-    admin = create_async_engine(admin_url(), isolation_level="AUTOCOMMIT")
-    async with admin.connect() as conn:
-        await conn.execute(text(statement_sql))
-    await admin.dispose()
-
-
 @pytest.fixture
 def scratch_url() -> Iterator[str]:
     """A database of its own: the fill looks at every tenant's recent statements."""
-    name = f"bill_fill_{uuid.uuid4().hex[:10]}"
-    asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
-    url = make_url(admin_url()).set(database=name).render_as_string(hide_password=False)
-    migrate(url)
-    yield url
-    asyncio.run(_admin(f'DROP DATABASE "{name}" WITH (FORCE)'))
+    with new_database() as url:
+        yield url
 
 
 def _recent(end: date) -> dict[str, Any]:
@@ -107,8 +94,7 @@ async def test_two_replicas_fill_each_recently_closed_statement_once(
         await asyncio.sleep(1.5)  # several more passes of both replicas
         filled, asked = await fills(), len(fake_sglang.fake.requests)
     finally:  # (a replica that stops hands the lease on: the other may fill again while it stops)
-        for proc in replicas:
-            stop_service(proc)
+        stop_service(*replicas)
         await engine.dispose()
     # Each account's latest statement, each intent, its customer's locale: once, by one replica.
     expected = [(CANONICAL_QUESTIONS[intent]["en"], "en") for intent in CANONICAL_QUESTIONS]

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import uuid
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -15,10 +14,10 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from app.data.database import create_engine, migrate
+from app.data.database import create_engine
 from app.data.tenants import create_tenant, issue_api_key, set_limits
 from tests.factories import account, customer, document, import_document
-from tests.postgres import admin_url
+from tests.postgres import admin_url, new_database
 from tests.servers import free_port, start_service, stop_service, wait_until_healthy
 
 # Per process: 2 (main pool) + 1 (overflow) + 2 (answer path) + 1 (admission ledger) = 6.
@@ -27,15 +26,15 @@ QUESTION = "Why is my bill higher than last month?"
 
 
 @pytest.fixture
-async def scratch() -> AsyncIterator[tuple[str, str]]:
+def budget_url() -> Iterator[str]:
+    with new_database() as url:
+        yield url
+
+
+@pytest.fixture
+async def scratch(budget_url: str) -> tuple[str, str]:
     """A migrated database with one bank, no connection of the test's left on it; (url, key)."""
-    admin = create_async_engine(admin_url(), isolation_level="AUTOCOMMIT")
-    name = f"bill_budget_{uuid.uuid4().hex[:10]}"
-    async with admin.connect() as conn:
-        await conn.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(admin_url()).set(database=name).render_as_string(hide_password=False)
-    await asyncio.to_thread(migrate, url)
-    engine = create_engine(url)
+    engine = create_engine(budget_url)
     async with engine.begin() as conn:
         tenant = await create_tenant(conn, "budget", "Budget Bank", "interactive")
         key = await issue_api_key(conn, tenant, "test")
@@ -43,12 +42,7 @@ async def scratch() -> AsyncIterator[tuple[str, str]]:
         accounts = [account(f"A-{i}") for i in range(1, 9)]
         await import_document(conn, document("budget", [customer(accounts=accounts)]))
     await engine.dispose()
-    try:
-        yield url, key
-    finally:
-        async with admin.connect() as conn:
-            await conn.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
-        await admin.dispose()
+    return budget_url, key
 
 
 async def test_a_server_holds_no_more_connections_than_its_budget(scratch: tuple[str, str]) -> None:

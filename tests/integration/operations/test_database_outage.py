@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from app.api.app import create_app
 from app.data import admission, database, driver_pool
 from app.data.agents import create_agent
-from app.data.database import READ_ONLY_MESSAGE, autocommit, create_engine, migrate
+from app.data.database import READ_ONLY_MESSAGE, autocommit, create_engine
 from app.data.driver_pool import DriverPool
 from app.data.tenants import create_tenant, issue_api_key, set_limits
 from app.domain.priority import TenantLimits
@@ -31,7 +31,7 @@ from app.settings import Settings
 from tests.console import PASSWORD, sign_in
 from tests.db_proxy import DatabaseProxy
 from tests.factories import account, customer, document, import_document
-from tests.postgres import admin_url
+from tests.postgres import admin_url, new_database
 from tests.servers import free_port, start_service, wait_until_healthy
 
 QUESTION = "Why is my bill higher than last month?"
@@ -77,14 +77,10 @@ class Outage:
 
 @pytest.fixture(scope="module")
 def outage_url() -> Iterator[tuple[str, str]]:
-
-    name = f"bill_outage_{uuid.uuid4().hex[:10]}"
-    asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
-    url = make_url(admin_url()).set(database=name).render_as_string(hide_password=False)
-    migrate(url)
-    yield name, url
-    asyncio.run(_admin(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'))
-    asyncio.run(_admin(f'DROP DATABASE "{name}" WITH (FORCE)'))
+    with new_database() as url:
+        name = str(make_url(url).database)
+        yield name, url
+        asyncio.run(_admin(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true'))
 
 
 @pytest.fixture

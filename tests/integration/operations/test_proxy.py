@@ -75,8 +75,7 @@ def edge(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         with running_nginx(tmp_path_factory.mktemp("nginx"), free_port(), ports) as proxy:
             yield Edge(proxy, [f"http://127.0.0.1:{port}" for port in ports], outputs)
     finally:
-        for proc in procs:
-            stop_service(proc)
+        stop_service(*procs)
 
 
 @asynccontextmanager
