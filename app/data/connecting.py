@@ -13,6 +13,7 @@ import asyncpg
 from app.settings import Settings
 
 CONNECT_TIMEOUT_S = 5.0  # a connect attempt to a database that is down fails fast
+SERVER_SETTINGS = {"application_name": "bill-assistant"}  # how an operator tells the service's sessions
 
 # Kept for the life of the process: pgserver stops the embedded cluster when its last user exits.
 _embedded_servers: dict[Path, Any] = {}
@@ -67,7 +68,12 @@ def driver_options(settings: Settings | None) -> dict[str, Any]:
     return {}
 
 
+def connect_options(settings: Settings | None) -> dict[str, Any]:
+    """asyncpg.connect's options for the service's connections: the main pool's (app/data/database.py
+    `engine_options`) and a bulk load's own (`connect`)."""
+    return {"timeout": CONNECT_TIMEOUT_S, "server_settings": dict(SERVER_SETTINGS), **driver_options(settings)}
+
+
 async def connect(url: str, settings: Settings | None = None) -> asyncpg.Connection:
     """One connection of the driver's own (a bulk load's), as the pools would open it."""
-    options = {"server_settings": {"application_name": "bill-assistant"}, **driver_options(settings)}
-    return await asyncpg.connect(asyncpg_dsn(url), timeout=CONNECT_TIMEOUT_S, **options)
+    return await asyncpg.connect(asyncpg_dsn(url), **connect_options(settings))

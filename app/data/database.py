@@ -14,7 +14,7 @@ from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
-from app.data.connecting import CONNECT_TIMEOUT_S, asyncpg_url, driver_options
+from app.data.connecting import asyncpg_url, connect_options
 from app.errors import DatabaseUnavailable
 from app.settings import PROJECT_ROOT, Settings
 
@@ -58,11 +58,7 @@ def connection_budget(settings: Settings, *, shared_admission: bool | None = Non
 
 def engine_options(settings: Settings | None = None) -> dict[str, Any]:
     """The pool's options, for create_engine and the app's plugin alike."""
-    connect_args: dict[str, Any] = {
-        "timeout": CONNECT_TIMEOUT_S,
-        "server_settings": {"application_name": "bill-assistant"},
-        **driver_options(settings),
-    }
+    connect_args = connect_options(settings)
     if connect_args.get("statement_cache_size") == 0:
         # SQLAlchemy's dialect keeps prepared statements of its own per connection: none either. (No
         # prepared_statement_name_func: a named statement is parsed in one round trip and run in the

@@ -22,12 +22,11 @@ from typing import Any
 
 import asyncpg
 
-from app.data.connecting import CONNECT_TIMEOUT_S, asyncpg_dsn
+from app.data.connecting import CONNECT_TIMEOUT_S, SERVER_SETTINGS, asyncpg_dsn
 from app.data.database import IDLE_PING_S, POOL_TIMEOUT_S, UNAVAILABLE_MESSAGE, connection_lost, unavailable
 from app.errors import DatabaseUnavailable
 
 _CONNECT_FAILED = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
-_SERVER_SETTINGS = {"application_name": "bill-assistant"}  # as the main pool's connections
 
 
 async def _ping(conn: asyncpg.Connection) -> None:
@@ -110,7 +109,7 @@ class DriverPool:
             return conn
         try:
             return await asyncpg.connect(
-                self._dsn, timeout=CONNECT_TIMEOUT_S, server_settings=_SERVER_SETTINGS, **self._options
+                self._dsn, timeout=CONNECT_TIMEOUT_S, server_settings=dict(SERVER_SETTINGS), **self._options
             )
         except _CONNECT_FAILED as exc:
             raise DatabaseUnavailable(UNAVAILABLE_MESSAGE) from exc

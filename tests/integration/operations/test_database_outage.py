@@ -20,7 +20,7 @@ from sqlalchemy.exc import ProgrammingError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from app.api.app import create_app
-from app.data import admission, database, driver_pool
+from app.data import admission, connecting, database, driver_pool
 from app.data.agents import create_agent
 from app.data.database import READ_ONLY_MESSAGE, autocommit, create_engine
 from app.data.driver_pool import DriverPool
@@ -455,7 +455,7 @@ async def test_every_way_the_database_can_be_out_of_reach_is_503_on_every_route_
     """As a replica of the default multi-worker server runs (shared admission, the SGLang engine):
     every route 503 `database_unavailable` with Retry-After, never a 500; a standby answers what only
     reads and refuses what writes, saying so; then everything answers again without a restart."""
-    for module in (database, driver_pool, admission):  # a slow connect gives up in 0.5 s, not 5 s
+    for module in (connecting, driver_pool, admission):  # a slow connect gives up in 0.5 s, not 5 s
         monkeypatch.setattr(module, "CONNECT_TIMEOUT_S", 0.5)
     proxy = _proxy_for(outage.url)
     url = make_url(outage.url).set(host="127.0.0.1", port=proxy.port, query={}).render_as_string(hide_password=False)
