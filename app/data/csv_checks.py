@@ -66,16 +66,27 @@ async def repeats(raw: asyncpg.Connection, table: Table) -> list[str]:
 
 
 async def errors(
-    raw: asyncpg.Connection, table: Table, tenant: int, staged: set[str], *, repeats: bool = True
+    raw: asyncpg.Connection,
+    table: Table,
+    tenant: int,
+    staged: set[str],
+    *,
+    repeats: bool = True,
+    screened: bool = False,
 ) -> list[str]:
+    """Up to MAX_ERRORS wrong rows of the staged file. `screened`: every line matched the table's
+    plain patterns (app/data/csv_lines.py `Screen`), so of a row's own checks only those across
+    columns that the patterns do not cover are asked."""
     stage = f"stage_{table.name}"
     key = ", ".join(table.file_key)
-    # A row's first failed check of its own, in one scan of the file (CASE stops at the first).
-    first = " ".join(f"WHEN {condition} THEN '{col}|{message}'" for col, message, condition in table.checks)
-    parts = [
-        "SELECT line, split_part(problem, '|', 1) AS col, split_part(problem, '|', 2) AS message FROM "
-        f"(SELECT line, CASE {first} END AS problem FROM {stage}) p WHERE problem IS NOT NULL"
-    ]
+    parts = []
+    if checks := table.after_screen if screened else table.checks:
+        # A row's first failed check of its own, in one scan of the file (CASE stops at the first).
+        first = " ".join(f"WHEN {condition} THEN '{col}|{message}'" for col, message, condition in checks)
+        parts.append(
+            "SELECT line, split_part(problem, '|', 1) AS col, split_part(problem, '|', 2) AS message FROM "
+            f"(SELECT line, CASE {first} END AS problem FROM {stage}) p WHERE problem IS NOT NULL"
+        )
     if repeats:
         parts.append(
             f"SELECT line, '{table.file_key[-1]}', 'repeats the row of line ' || first FROM "
@@ -95,7 +106,10 @@ async def errors(
             " FROM stage_statements WINDOW w AS (PARTITION BY account_ref ORDER BY period_start)) o "
             "WHERE period_start <= previous_end"
         )
-    query = Statement(" UNION ALL ".join(parts) + f" ORDER BY line, col LIMIT {MAX_ERRORS}")
+    if not parts:
+        return []
+    union = " UNION ALL ".join(parts)
+    query = Statement(f"SELECT * FROM ({union}) e (line, col, message) ORDER BY line, col LIMIT {MAX_ERRORS}")
     rows = await raw.fetch(query.sql, *query.args({"tenant_id": tenant}))
     return [f"line {r['line']}, column {r['col']}: {r['message']}" for r in rows]
 

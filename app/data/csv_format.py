@@ -66,6 +66,29 @@ def _amount(col: str) -> list[tuple[str, str, str]]:
     ]
 
 
+# What a first load's screen (app/data/csv_lines.py `Screen`) lets through without the SQL checks
+# above: per column, a Python regex for values those checks accept for certain. Each accepts a subset
+# of what its checks accept, never more (tests/integration/data/test_csv_screen.py holds them to the
+# SQL); a value it does not match (a negative adjustment, a ref ending in a dot, the 29th of February
+# 2100) only sends its file through the SQL checks, as before. [0-9], not \d: \d matches every script's
+# digits.
+_EDGE_CHAR = r"[^\W_]"  # a letter or digit: never a blank nor a control character, in any script
+_PLAIN_CHAR = r'[^\x00-\x1f\x7f-\x9f",]'  # no control character; no comma or quote (a plain CSV field)
+_REF_PLAIN = rf"{_EDGE_CHAR}(?:{_PLAIN_CHAR}{{0,62}}{_EDGE_CHAR})?"
+_YEAR = "(?:19[7-9][0-9]|20[0-9][0-9])"
+_LEAP_YEAR = "(?:19(?:7[26]|8[048]|9[26])|20(?:[02468][048]|[13579][26]))"
+_DATE_PLAIN = (
+    rf"(?:{_YEAR}-(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)|(?:0[13578]|1[02])-31)"
+    rf"|{_LEAP_YEAR}-02-29)"
+)
+_POSITIVE_PLAIN = r"(?:[1-9][0-9]{0,11}(?:\.[0-9]{1,2})?|0\.(?:[1-9][0-9]?|0[1-9]))"  # whatever the kind
+_NOT_NEGATIVE_PLAIN = r"(?:[0-9]{1,12}(?:\.[0-9]{1,2})?)"
+
+
+def _text_plain(longest: int) -> str:
+    return f"{_PLAIN_CHAR}{{0,{longest}}}"
+
+
 @dataclass(frozen=True)
 class Table:
     """One CSV file: its columns, the checks of a row on its own (column, message, SQL that is true
@@ -85,6 +108,10 @@ class Table:
     # what changed (the big table only).
     same: tuple[str, str] | None = None
     lines: bool = False  # a statement's lines: the statements' summaries follow them (see `merge`)
+    # Per column, what a first load's screen lets through (see _REF_PLAIN), and the checks that still
+    # run when every line of the file went through: those across columns the patterns do not cover.
+    plain: dict[str, str] | None = None
+    after_screen: tuple[tuple[str, str, str], ...] = ()
 
     def merge(self) -> str:
         """Changed rows updated, new ones inserted, identical ones left alone (no new row version,
@@ -177,6 +204,15 @@ ACCOUNTS = Table(
     ("customer_id", "kind", "currency", "masked_number", "opening_balance"),
     parents=("customer_ref", "customers"),
 )
+# Dates written YYYY-MM-DD compare as text.
+_PERIOD_ORDER = (
+    (
+        "period_start",
+        "is after period_end",
+        f"period_start ~ {_ISO} AND period_end ~ {_ISO} AND period_start > period_end",
+    ),
+    ("due_date", "is before period_end", f"due_date ~ {_ISO} AND period_end ~ {_ISO} AND due_date < period_end"),
+)
 STATEMENTS = Table(
     "statements",
     ("account_ref", "period_start", "period_end", "due_date", "minimum_due"),
@@ -187,13 +223,7 @@ STATEMENTS = Table(
         *_date("due_date"),
         *_amount("minimum_due"),
         ("minimum_due", "must not be negative", f"minimum_due ~ '^-' AND minimum_due !~ '{_ZERO}'"),
-        # Dates written YYYY-MM-DD compare as text.
-        (
-            "period_start",
-            "is after period_end",
-            f"period_start ~ {_ISO} AND period_end ~ {_ISO} AND period_start > period_end",
-        ),
-        ("due_date", "is before period_end", f"due_date ~ {_ISO} AND period_end ~ {_ISO} AND due_date < period_end"),
+        *_PERIOD_ORDER,
     ],
     ("account_ref", "period_end"),
     """SELECT a.tenant_id, a.id AS account_id, CAST(s.period_end AS date) AS period_end,
@@ -203,6 +233,14 @@ STATEMENTS = Table(
     ("tenant_id", "account_id", "period_end"),
     ("period_start", "due_date", "minimum_due"),
     parents=("account_ref", "accounts"),
+    plain={
+        "account_ref": _REF_PLAIN,
+        "period_start": _DATE_PLAIN,
+        "period_end": _DATE_PLAIN,
+        "due_date": _DATE_PLAIN,
+        "minimum_due": _NOT_NEGATIVE_PLAIN,
+    },
+    after_screen=_PERIOD_ORDER,
 )
 TRANSACTIONS = Table(
     "transactions",
@@ -235,6 +273,16 @@ TRANSACTIONS = Table(
     ("posted_on", "kind", "amount", "merchant", "category", "description"),
     parents=("account_ref", "accounts"),
     lines=True,
+    plain={
+        "account_ref": _REF_PLAIN,
+        "ref": _REF_PLAIN,
+        "posted_on": _DATE_PLAIN,
+        "kind": f"(?:{'|'.join(TRANSACTION_KINDS)})",
+        "amount": _POSITIVE_PLAIN,
+        "merchant": _text_plain(200),
+        "category": _text_plain(64),
+        "description": _text_plain(500),
+    },
     same=(
         "transactions t JOIN accounts a ON a.id = t.account_id",
         "t.tenant_id = :tenant_id AND a.ref = s.account_ref AND t.ref = s.ref AND (CAST(t.posted_on AS text),"

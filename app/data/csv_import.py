@@ -26,7 +26,7 @@ import asyncpg
 from app.data import bulk_loads
 from app.data.csv_checks import MAX_ERRORS, by_line, check_no_overlap, errors, has_rows, keep_what_differs, repeats
 from app.data.csv_format import CHUNK, TABLES, Table
-from app.data.csv_lines import Sieve, first_line, last_digests, repeated_keys, unchanged_file
+from app.data.csv_lines import Screen, Sieve, first_line, last_digests, repeated_keys, unchanged_file
 from app.data.sql import Statement
 from app.data.staging import Counts, ImportReport, merge, statements_summarized_once
 from app.errors import ImportRejected
@@ -65,9 +65,13 @@ def _header(path: Path, table: Table) -> list[str]:
     return columns
 
 
-async def _stage(raw: asyncpg.Connection, table: Table, path: Path, progress: Progress, sieve: Sieve | None) -> int:
-    """The file in a temporary table, its rows counted (and digested by `sieve`, sending them all)."""
+async def _stage(
+    raw: asyncpg.Connection, table: Table, path: Path, progress: Progress, *, screen: bool
+) -> tuple[int, Sieve]:
+    """The file in a temporary table, its rows counted, and the sieve that digested them (sending
+    them all) and, with `screen`, screened them (`Table.plain`)."""
     columns = _header(path, table)
+    sieve = Sieve(None, Screen(table.plain, columns) if screen and table.plain else None)
     cols = ", ".join(f"{c} text" for c in table.columns)
     # line: the row's line in the file (rows arrive in order; the header is line 1).
     await raw.execute(
@@ -88,7 +92,7 @@ async def _stage(raw: asyncpg.Connection, table: Table, path: Path, progress: Pr
     # Temporary tables are never analyzed on their own; without statistics the merge's join to the
     # parents is planned as a nested loop (seconds per 100,000 rows instead of milliseconds).
     await raw.execute(f"ANALYZE stage_{table.name}")
-    return int(copied.split()[-1])  # "COPY <rows>"
+    return int(copied.split()[-1]), sieve  # "COPY <rows>"
 
 
 async def _stage_changed(
@@ -165,6 +169,10 @@ async def load_csv(
     sieves: dict[str, Sieve] = {}
     staged: set[str] = set()  # the tables with a staging table
     narrowed: set[str] = set()  # those staged with their changed lines only, and checked already
+    # The tenant's first load of a large table: screened as it is sent (`_stage`); that of the
+    # transactions leaves its repeated keys to the table's unique key (`_insert`).
+    empty = {t.name for t in tables if t.plain and not await has_rows(raw, t, tenant)}
+    first = {t.name for t in tables if t.same is not None and t.name in empty}
     for table in tables:
         name, path, known = table.name, files[table.name], remembered.get(table.name)
         sieve = None
@@ -176,20 +184,19 @@ async def load_csv(
         if sieve is None or name in narrowed:
             staged.add(name)
         if sieve is None:
-            sieve = Sieve(None)
-            rows[name] = await _stage(raw, table, path, progress, sieve)
+            rows[name], sieve = await _stage(raw, table, path, progress, screen=name in empty)
         else:
             rows[name] = sieve.line - 1
         sieves[name] = sieve
-    # A first load of the large table leaves its repeated keys to the table's unique key (`_insert`).
-    first = {t.name for t in tables if t.same is not None and not await has_rows(raw, t, tenant)}
     problems = []
     for table in (t for t in tables if t.name in staged - narrowed):
         found = []
         if table.same is not None and table.name not in first:
             found = await repeats(raw, table)
             await keep_what_differs(raw, table, tenant)
-        found += await errors(raw, table, tenant, staged, repeats=table.same is None)
+        screen = sieves[table.name].screen
+        screened = screen is not None and screen.clean
+        found += await errors(raw, table, tenant, staged, repeats=table.same is None, screened=screened)
         if found and table.name in first:  # a rejected file names its repeated keys as ever
             found += await repeats(raw, table)
         problems += [f"{files[table.name].name}: {e}" for e in sorted(found, key=by_line)[:MAX_ERRORS]]

@@ -10,6 +10,7 @@ says what that load stored.
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Callable, Iterator
 from hashlib import blake2b
 from itertools import compress, count
@@ -63,14 +64,36 @@ class Records:
         return records
 
 
+class Screen:
+    """Whether every line of a file matches its table's plain patterns (app/data/csv_format.py
+    `Table.plain`), in the columns' order: then no line can fail a check of its own, and a first load
+    skips those checks in SQL (a scan of the whole file, 2 s at 400,000 lines; the screen reads each
+    chunk with one regex, while Postgres copies the last). A line with a quote is not screened: the
+    file is checked in SQL."""
+
+    def __init__(self, plain: dict[str, str], columns: list[str]) -> None:
+        line = ",".join(f"(?:{plain[c]})" for c in columns) + "\r?"
+        self._lines = re.compile(f"(?:{line}\n)*{line}")
+        self.clean = True
+
+    def check(self, records: list[bytes], plain: bool) -> None:
+        if not self.clean or not records:
+            return
+        try:
+            self.clean = plain and self._lines.fullmatch(b"\n".join(records).decode()) is not None
+        except UnicodeDecodeError:
+            self.clean = False
+
+
 class Sieve:
     """The records of a file to send, numbered by their line as the file's row (header: line 1), with
     the digests of all of them. `last`: the digests of the records that need not be sent (the last
     load's, each used once: a line written twice is sent the second time); None sends every record,
-    as it is (the header too), and only digests them."""
+    as it is (the header too), and only digests them, and screens them when given a `screen`."""
 
-    def __init__(self, last: set[bytes] | None) -> None:
+    def __init__(self, last: set[bytes] | None, screen: Screen | None = None) -> None:
         self.last = last
+        self.screen = screen
         self.records = Records()
         self.header: bytes | None = None
         self.digests = bytearray()
@@ -81,6 +104,8 @@ class Sieve:
         records = self.records.of(chunk)
         if self.header is None and records:
             self.header = records.pop(0)
+        if self.screen is not None:
+            self.screen.check(records, self.records.plain)
         digests = [blake2b(r, digest_size=DIGEST).digest() for r in records]
         self.digests += b"".join(digests)
         first, self.line = self.line + 1, self.line + len(records)
