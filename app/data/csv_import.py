@@ -15,8 +15,9 @@ fails any check there is loaded again in full, so a rejection names the same lin
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import nullcontext
 from functools import partial
 from pathlib import Path
@@ -95,6 +96,11 @@ async def _stage(
     return int(copied.split()[-1]), sieve  # "COPY <rows>"
 
 
+class _NotNarrowed(Exception):
+    """A file staged with its changed lines only that must be loaded in full, so that its rejection
+    names the same lines as ever: one of them fails a check, or repeats the key of another line."""
+
+
 async def _stage_changed(
     raw: asyncpg.Connection,
     table: Table,
@@ -102,17 +108,18 @@ async def _stage_changed(
     remembered: bytes,
     tenant: int,
     context: tuple[Progress, set[str]],
-) -> Sieve | None:
+) -> tuple[Sieve, Awaitable[bool]] | None:
     """Only the lines not among the last load's (`remembered`) in the staging table, numbered by their
-    line, and checked (with the whole file's duplicate keys); None, with nothing staged, when the
-    header differs from the last load's or a line fails a check (then the file is loaded in full)."""
+    line, and checked, with whether a line of the whole file repeats one of their keys: a pass over
+    the file, asked in a thread while Postgres merges (awaited before the load is recorded). None,
+    with nothing staged, when the header differs from the last load's; _NotNarrowed when a sent line
+    fails a check."""
     progress, staged = context
     last = last_digests(remembered, first_line(path))
     if last is None:
         return None
     columns = _header(path, table)
     stage, sieve = f"stage_{table.name}", Sieve(last)
-    await raw.execute("SAVEPOINT changed_lines")
     await raw.execute(
         f"CREATE TEMP TABLE {stage} (line bigint, {', '.join(f'{c} text' for c in table.columns)}) ON COMMIT DROP"
     )
@@ -120,18 +127,16 @@ async def _stage_changed(
         await raw.copy_to_table(
             stage, source=_chunks(path, table.name, progress, sieve), columns=["line", *columns], format="csv"
         )
-        await raw.execute(f"ANALYZE {stage}")
-        ok = not await errors(raw, table, tenant, staged)
-        if ok and sieve.sent:
-            keys = ", ".join(table.file_key)
-            sent = {
-                tuple(v.encode() for v in r[1:]): r[0] for r in await raw.fetch(f"SELECT line, {keys} FROM {stage}")
-            }
-            ok = not repeated_keys(path, tuple(columns.index(k) for k in table.file_key), len(columns), sent)
     except asyncpg.DataError:
-        ok = False
-    await raw.execute("RELEASE SAVEPOINT changed_lines" if ok else "ROLLBACK TO SAVEPOINT changed_lines")
-    return sieve if ok else None
+        raise _NotNarrowed from None
+    await raw.execute(f"ANALYZE {stage}")
+    if await errors(raw, table, tenant, staged):
+        raise _NotNarrowed
+    keys = ", ".join(table.file_key)
+    sent = {tuple(v.encode() for v in r[1:]): r[0] for r in await raw.fetch(f"SELECT line, {keys} FROM {stage}")}
+    positions = tuple(columns.index(k) for k in table.file_key)
+    repeated = asyncio.to_thread(repeated_keys, path, positions, len(columns), sent)
+    return sieve, asyncio.ensure_future(repeated)
 
 
 async def _insert(raw: asyncpg.Connection, table: Table, tenant: int, path: Path) -> tuple[int, int]:
@@ -165,10 +170,30 @@ async def load_csv(
         counts = {name: Counts(unchanged=n) for name, n in last.items()}
         return ImportReport(tenant=tenant_slug, tables=counts, same_as_last_load=True)
     remembered = {} if force else await bulk_loads.last_lines(raw, tenant)
+    try:
+        async with raw.transaction():  # a savepoint: a file that cannot be narrowed starts the load again
+            return await _load(raw, (tenant, tenant_slug), files, progress, remembered, files_digest)
+    except _NotNarrowed:
+        return await _load(raw, (tenant, tenant_slug), files, progress, {}, files_digest)
+
+
+async def _load(
+    raw: asyncpg.Connection,
+    tenant_of: tuple[int, str],
+    files: dict[str, Path],
+    progress: Progress,
+    remembered: dict[str, bytes],
+    files_digest: bytes,
+) -> ImportReport:
+    """`load_csv` once the tenant's lock is held: the files staged (narrowed to their changed lines
+    where the last load's are `remembered`), checked, merged and recorded."""
+    (tenant, tenant_slug), tables = tenant_of, [t for t in TABLES.values() if t.name in files]
     rows: dict[str, int] = {}
     sieves: dict[str, Sieve] = {}
     staged: set[str] = set()  # the tables with a staging table
     narrowed: set[str] = set()  # those staged with their changed lines only, and checked already
+    repeated: list[Awaitable[bool]] = []  # whether a narrowed file repeats a key (`_stage_changed`)
+    context = (progress, staged)
     # The tenant's first load of a large table: screened as it is sent (`_stage`); that of the
     # transactions leaves its repeated keys to the table's unique key (`_insert`).
     empty = {t.name for t in tables if t.plain and not await has_rows(raw, t, tenant)}
@@ -178,9 +203,10 @@ async def load_csv(
         sieve = None
         if known is not None and table.same is None:  # a small table: left alone when it is as last loaded
             sieve = unchanged_file(path, known, partial(progress, name))
-        elif known is not None:
-            sieve = await _stage_changed(raw, table, path, known, tenant, (progress, staged))
-            narrowed |= {name} if sieve is not None else set()
+        elif known is not None and (changed_lines := await _stage_changed(raw, table, path, known, tenant, context)):
+            sieve, verdict = changed_lines
+            narrowed.add(name)
+            repeated.append(verdict)
         if sieve is None or name in narrowed:
             staged.add(name)
         if sieve is None:
@@ -224,6 +250,9 @@ async def load_csv(
         await check_no_overlap(raw, [r["id"] for r in touched])
     if changed:  # the statistics the answers' queries are planned with: the last table, the summaries
         await raw.execute(f"ANALYZE {changed[-1]}, statement_summaries")
+    for verdict in repeated:
+        if await verdict:
+            raise _NotNarrowed
     lines = {name: digests for name, sieve in sieves.items() if (digests := sieve.remembered()) is not None}
     await bulk_loads.record(raw, tenant, files_digest, rows, lines)
     return report

@@ -189,6 +189,8 @@ def repeated_keys(path: Path, positions: tuple[int, ...], columns: int, lines: d
     """Whether a row of the file other than the one on `lines`' line has one of its keys (the
     values of the columns at `positions`): the whole file's duplicate check, for the keys of the
     rows that were sent. (A record not read as Postgres would is said to repeat one, to be safe.)"""
+    if not lines:
+        return False
     pick = itemgetter(*positions) if len(positions) > 1 else lambda fields: (fields[positions[0]],)
     records, line, last = Records(), 1, columns - 1
     cut, need = -1 if last in positions else max(positions) + 1, max(positions)
