@@ -76,7 +76,7 @@ class Statement(Base):
     )
 
     id: Mapped[int] = id_column()
-    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    tenant_id: Mapped[int] = mapped_column(BigInteger)  # the account's tenant (the key above; migration 0028)
     account_id: Mapped[int] = mapped_column(BigInteger)
     period_start: Mapped[date] = mapped_column(Date)
     period_end: Mapped[date] = mapped_column(Date)

@@ -62,9 +62,20 @@ async def test_deleting_an_account_deletes_its_lines_and_its_key_stays(engine: A
         async with engine.begin() as conn:
             await conn.execute(text("UPDATE accounts SET id = id + 1000000 WHERE id = :a"), {"a": account_id})
     _violation(raised)
-    async with engine.begin() as conn:  # the tenant's deletion cascades to its accounts, then their lines
-        await conn.execute(text("DELETE FROM tenants WHERE id = :t"), {"t": bank.id})
+    statements = text(
+        "SELECT count(*) FROM statements s JOIN statement_summaries ss ON ss.statement_id = s.id"
+        " WHERE s.account_id = :a"
+    )
+    async with engine.connect() as conn:
+        assert (await conn.execute(statements, {"a": account_id})).scalar_one() > 0
+    async with engine.begin() as conn:  # the tenant's deletion cascades to its accounts, then their lines,
+        await conn.execute(text("DELETE FROM tenants WHERE id = :t"), {"t": bank.id})  # statements, summaries
     assert await _lines(engine, account_id) == 0
+    async with engine.connect() as conn:
+        assert (await conn.execute(statements, {"a": account_id})).scalar_one() == 0
+        assert (
+            await conn.execute(text("SELECT count(*) FROM statement_summaries WHERE tenant_id = :t"), {"t": bank.id})
+        ).scalar_one() == 0
 
 
 async def test_a_writers_account_cannot_be_deleted_before_it_commits(engine: AsyncEngine, bank: Any) -> None:
