@@ -96,6 +96,14 @@ class Transaction(Base):
         CheckConstraint(in_("kind", TRANSACTION_KINDS), name="kind"),
         CheckConstraint("kind = 'adjustment' OR amount > 0", name="amount_sign"),
         Index(None, "account_id", "posted_on"),
+        # A named merchant's or fee's lines, without reading the period's others (migration 0029).
+        Index(
+            "ix_transactions_account_id_label",
+            "account_id",
+            text("line_label(kind, merchant, description)"),
+            "posted_on",
+            postgresql_where=text("kind <> 'payment'"),
+        ),
     )
 
     id: Mapped[int] = id_column()
