@@ -94,18 +94,18 @@ async def test_a_conversation_takes_so_many_messages_and_characters_before_a_rep
 async def test_messages_to_a_person_take_the_banks_rate(
     database_url: str, make_tenant: Any, load: Any, engine: AsyncEngine, admission: str
 ) -> None:
-    """100 messages at once at a rate of 5/s: most are 429 `rate_limited`, as questions are, and the
-    refused ones are not stored."""
+    """100 messages at once at a rate of 0.5/s: most are 429 `rate_limited`, as questions are, and the
+    refused ones are not stored. (At 5/s a slow machine refilled the bucket before the last question.)"""
     tenant = await _bank(make_tenant, load)
     async with AsyncTestClient(app=_app(database_url, ADMISSION=admission, **ROOMY)) as client:
         auth, cid = await waiting_conversation(client, tenant.key)
         async with engine.begin() as conn:
-            await set_limits(conn, tenant.slug, {"rate_limit_per_s": 5})
+            await set_limits(conn, tenant.slug, {"rate_limit_per_s": 0.5})
         before = await _stored(client, auth, cid)
         sent = await asyncio.gather(*(_say(client, auth, cid) for _ in range(100)))
         statuses = [r.status_code for r in sent]
         assert set(statuses) == {200, 429}
-        assert statuses.count(429) >= 80, statuses  # a burst of 5, then 5/s for as long as this takes
+        assert statuses.count(429) >= 80, statuses  # a burst of 1, then one every 2 s for as long as this takes
         for refused in (r for r in sent if r.status_code == 429):
             _refused(refused, "rate_limited")
         assert await _stored(client, auth, cid) - before == statuses.count(200)
