@@ -8,9 +8,10 @@ from pathlib import Path
 
 import click
 
-from app.cli.common import database_url, in_driver_transaction, in_transaction
+from app.cli.common import database_url, in_driver_transaction
 from app.data.csv_import import load_csv
 from app.data.import_format import parse
+from app.data.importer import import_file
 from app.errors import ImportRejected
 
 
@@ -45,11 +46,9 @@ def import_cmd(file: Path | None, tenant: str | None, force: bool, **csv_files: 
     if (file is None) == (not files):
         raise click.UsageError("give a JSON file, or CSV files with --customers/--accounts/--statements/--transactions")
     if file is not None:
-        from app.data.importer import import_file  # on SQLAlchemy: not for a nightly CSV load's start
-
         try:
             doc = parse(file.read_bytes())
-            report = in_transaction(lambda conn: import_file(conn, doc))
+            report = in_driver_transaction(lambda raw: import_file(raw, doc))
         except ImportRejected as exc:
             raise click.ClickException(f"{file}: rejected, nothing was imported: {exc}") from None
         click.echo(report.summary())

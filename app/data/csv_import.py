@@ -29,12 +29,11 @@ from app.data.csv_checks import MAX_ERRORS, by_line, check_no_overlap, errors, h
 from app.data.csv_format import CHUNK, TABLES, Table
 from app.data.csv_lines import Screen, Sieve, first_line, last_digests, repeated_keys, unchanged_file
 from app.data.sql import Statement
-from app.data.staging import Counts, ImportReport, merge, statements_summarized_once
+from app.data.staging import Counts, ImportReport, merge, statements_summarized_once, tenant_id
 from app.errors import ImportRejected
 
 ANALYZE_SHARE = 0.1  # a table's statistics are refreshed after a change above this share of its file
 
-_TENANT = Statement("SELECT id FROM tenants WHERE slug = :slug")
 _TOUCHED = Statement(
     "SELECT DISTINCT a.id FROM stage_statements s JOIN accounts a ON a.tenant_id = :tenant_id AND a.ref = s.account_ref"
 )
@@ -160,9 +159,7 @@ async def load_csv(
     every wrong row (up to MAX_ERRORS a file) and writes nothing then. The files of the tenant's last
     load, byte for byte, with nothing of the tenant's written since, are not loaded again (they would
     write nothing; app/data/bulk_loads.py) unless `force`."""
-    tenant = await raw.fetchval(_TENANT.sql, *_TENANT.args({"slug": tenant_slug}))
-    if tenant is None:
-        raise ImportRejected(f"unknown tenant {tenant_slug!r}: create it first with `bill-assistant tenants create`")
+    tenant = await tenant_id(raw, tenant_slug)
     await bulk_loads.lock(raw, tenant)
     tables = [t for t in TABLES.values() if t.name in files]
     files_digest = bulk_loads.digest({t.name: files[t.name] for t in tables})

@@ -8,16 +8,27 @@ load's (COPY into staging tables, one merge a table: app/data/staging.py).
 
 from __future__ import annotations
 
-from sqlalchemy.ext.asyncio import AsyncConnection
+from typing import TYPE_CHECKING
+
+import asyncpg
 
 from app.data import sql
 from app.data.csv_checks import check_no_overlap
 from app.data.csv_format import TABLES
-from app.data.database import driver_of
 from app.data.import_format import ImportFile
-from app.data.staging import Counts, ImportReport, merge, stage_rows, statements_summarized_once, text_field
-from app.data.tenants import tenant_id as find_tenant
+from app.data.staging import (
+    Counts,
+    ImportReport,
+    merge,
+    stage_rows,
+    statements_summarized_once,
+    tenant_id,
+    text_field,
+)
 from app.errors import ImportRejected
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
 
 _ACCOUNTS = sql.Statement(
     "SELECT a.id FROM stage_accounts s JOIN accounts a ON a.tenant_id = :tenant_id AND a.ref = s.ref"
@@ -46,15 +57,24 @@ def _rows(doc: ImportFile) -> dict[str, list[str]]:
     return rows
 
 
-async def import_file(conn: AsyncConnection, doc: ImportFile) -> ImportReport:
+async def import_file(conn: AsyncConnection | asyncpg.Connection, doc: ImportFile) -> ImportReport:
     """Write a checked file inside the caller's transaction; raises ImportRejected on conflict.
-    Its rows are staged and merged as a CSV load's are (app/data/staging.py)."""
-    tenant = await find_tenant(conn, doc.tenant)
-    if tenant is None:
-        raise ImportRejected(
-            f"unknown tenant {doc.tenant!r}: create it first with `bill-assistant tenants create` - at `$.tenant`"
-        )
-    raw = await driver_of(conn)
+    Its rows are staged and merged as a CSV load's are (app/data/staging.py), on the driver's
+    connection: the command's own (it starts without SQLAlchemy, as a CSV load does), or the one
+    under a SQLAlchemy connection the caller holds."""
+    if isinstance(conn, asyncpg.Connection):
+        raw = conn
+    else:  # SQLAlchemy's, imported by the callers that hold one: it begins its transaction at its first statement
+        from sqlalchemy import text
+
+        from app.data.database import driver_of
+
+        await conn.execute(text("SELECT 1"))
+        raw = await driver_of(conn)
+    try:
+        tenant = await tenant_id(raw, doc.tenant)
+    except ImportRejected as exc:
+        raise ImportRejected(f"{exc} - at `$.tenant`") from None
     staged = {name: await stage_rows(raw, TABLES[name], rows) for name, rows in _rows(doc).items()}
     report = ImportReport(tenant=doc.tenant)
     async with statements_summarized_once(raw, tenant):

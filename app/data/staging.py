@@ -13,6 +13,7 @@ import asyncpg
 from app.data.csv_checks import has_rows
 from app.data.csv_format import Table
 from app.data.sql import Statement
+from app.errors import ImportRejected
 
 # Before a statement's lines merge, their summaries are left to the loader; after, refreshed once.
 _BEFORE_LINES = (
@@ -47,6 +48,17 @@ class ImportReport:
             " (the files of the last load, and nothing of the tenant's written since)" if self.same_as_last_load else ""
         )
         return f"tenant {self.tenant}{same}: " + "; ".join(parts)
+
+
+_TENANT = Statement("SELECT id FROM tenants WHERE slug = :slug")
+
+
+async def tenant_id(raw: asyncpg.Connection, slug: str) -> int:
+    """The tenant a load writes for; ImportRejected when there is none."""
+    tenant: int | None = await raw.fetchval(_TENANT.sql, *_TENANT.args({"slug": slug}))
+    if tenant is None:
+        raise ImportRejected(f"unknown tenant {slug!r}: create it first with `bill-assistant tenants create`")
+    return tenant
 
 
 # Statements of the tenant that have no summary: those a load inserted and gave no line.
