@@ -64,7 +64,7 @@ async def import_file(conn: AsyncConnection | asyncpg.Connection, doc: ImportFil
     under a SQLAlchemy connection the caller holds."""
     if isinstance(conn, asyncpg.Connection):
         raw = conn
-    else:  # SQLAlchemy's, imported by the callers that hold one: it begins its transaction at its first statement
+    else:  # a caller's SQLAlchemy connection begins the driver's transaction at its first statement
         from sqlalchemy import text
 
         from app.data.database import driver_of
