@@ -26,6 +26,7 @@ import asyncpg
 
 from app.data import bulk_loads
 from app.data.csv_checks import MAX_ERRORS, by_line, check_no_overlap, errors, has_rows, keep_what_differs, repeats
+from app.data.csv_direct import NotDirect, copy_in
 from app.data.csv_format import CHUNK, TABLES, Table
 from app.data.csv_lines import Screen, Sieve, first_line, last_digests, repeated_keys, unchanged_file
 from app.data.sql import Statement
@@ -168,10 +169,11 @@ async def load_csv(
         return ImportReport(tenant=tenant_slug, tables=counts, same_as_last_load=True)
     remembered = {} if force else await bulk_loads.last_lines(raw, tenant)
     try:
-        async with raw.transaction():  # a savepoint: a file that cannot be narrowed starts the load again
+        # A savepoint: a file that cannot be narrowed, or copied straight in, starts the load again.
+        async with raw.transaction():
             return await _load(raw, (tenant, tenant_slug), files, progress, remembered, files_digest)
-    except _NotNarrowed:
-        return await _load(raw, (tenant, tenant_slug), files, progress, {}, files_digest)
+    except (_NotNarrowed, NotDirect):
+        return await _load(raw, (tenant, tenant_slug), files, progress, {}, files_digest, staged_only=True)
 
 
 async def _load(
@@ -181,9 +183,12 @@ async def _load(
     progress: Progress,
     remembered: dict[str, bytes],
     files_digest: bytes,
+    *,
+    staged_only: bool = False,
 ) -> ImportReport:
     """`load_csv` once the tenant's lock is held: the files staged (narrowed to their changed lines
-    where the last load's are `remembered`), checked, merged and recorded."""
+    where the last load's are `remembered`), checked, merged and recorded; a first load of the lines
+    copied straight in (app/data/csv_direct.py) unless `staged_only`."""
     (tenant, tenant_slug), tables = tenant_of, [t for t in TABLES.values() if t.name in files]
     rows: dict[str, int] = {}
     sieves: dict[str, Sieve] = {}
@@ -195,8 +200,11 @@ async def _load(
     # transactions leaves its repeated keys to the table's unique key (`_insert`).
     empty = {t.name for t in tables if t.plain and not await has_rows(raw, t, tenant)}
     first = {t.name for t in tables if t.same is not None and t.name in empty}
+    direct = set() if staged_only else first
     for table in tables:
         name, path, known = table.name, files[table.name], remembered.get(table.name)
+        if name in direct:
+            continue  # read once its parents are merged
         sieve = None
         if known is not None and table.same is None:  # a small table: left alone when it is as last loaded
             sieve = unchanged_file(path, known, partial(progress, name))
@@ -223,6 +231,8 @@ async def _load(
         if found and table.name in first:  # a rejected file names its repeated keys as ever
             found += await repeats(raw, table)
         problems += [f"{files[table.name].name}: {e}" for e in sorted(found, key=by_line)[:MAX_ERRORS]]
+    if problems and direct:
+        raise NotDirect  # staged too, so that their errors are named with the others
     if problems:
         raise ImportRejected("\n".join(problems))
     report = ImportReport(tenant=tenant_slug)
@@ -230,7 +240,13 @@ async def _load(
     # New statements are summarized once, with their lines (none are new unless the file is loaded).
     async with statements_summarized_once(raw, tenant) if "statements" in staged else nullcontext():
         for table in tables:
-            if table.name in first:
+            if table.name in direct:
+                path = files[table.name]
+                created, sieves[table.name] = await copy_in(
+                    raw, table, tenant, path, _header(path, table), partial(progress, table.name)
+                )
+                updated, rows[table.name] = 0, created
+            elif table.name in first:
                 created, updated = await _insert(raw, table, tenant, files[table.name])
             else:
                 created, updated = await merge(raw, table, tenant) if table.name in staged else (0, 0)

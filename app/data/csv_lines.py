@@ -98,9 +98,9 @@ class Sieve:
         self.header: bytes | None = None
         self.digests = bytearray()
         self.line = 1  # the last record's line
-        self.sent = 0
 
-    def feed(self, chunk: bytes) -> bytes:
+    def take(self, chunk: bytes) -> tuple[list[bytes], list[bytes]]:
+        """The records this chunk completes (the header set aside), screened, and their digests."""
         records = self.records.of(chunk)
         if self.header is None and records:
             self.header = records.pop(0)
@@ -108,9 +108,13 @@ class Sieve:
             self.screen.check(records, self.records.plain)
         digests = [blake2b(r, digest_size=DIGEST).digest() for r in records]
         self.digests += b"".join(digests)
-        first, self.line = self.line + 1, self.line + len(records)
+        self.line += len(records)
+        return records, digests
+
+    def feed(self, chunk: bytes) -> bytes:
+        first = self.line + 1
+        records, digests = self.take(chunk)
         if self.last is None:
-            self.sent += len(records)
             return chunk
         last = self.last
         if self.records.plain and len(set(digests)) == len(digests):
@@ -125,7 +129,6 @@ class Sieve:
                     last.remove(d)
                 else:
                     send.append(number)
-        self.sent += len(send)
         return b"".join(b"%d,%s\n" % (n, records[n - first]) for n in send)
 
     def remembered(self) -> bytes | None:

@@ -10,9 +10,12 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.data import csv_direct
+from app.data.connecting import connect
 from app.data.csv_format import TABLES
+from app.data.csv_import import load_csv
 from app.errors import ImportRejected
-from tests.factories import customer, document, load_files, snapshot, write_csv
+from tests.factories import customer, document, load_files, snapshot, tx, write_csv
 
 
 async def rows_of(engine: AsyncEngine, tenant_id: int) -> list[Any]:
@@ -50,6 +53,57 @@ async def test_csv_loads_the_same_rows_and_summaries_as_json(
     stored = await rows_of(engine, by_csv.id)
     assert stored == await rows_of(engine, by_json.id)
     assert len(stored[3]) == 12
+
+
+async def _load_counting(engine: AsyncEngine, tenant: str, files: dict[str, Path]) -> dict[str, int]:
+    """A CSV load's rows inserted, by table, staging tables included (pg_stat_xact_user_tables counts
+    the load's own transaction, a restarted attempt's rows too)."""
+    raw = await connect(engine.url.render_as_string(hide_password=False))
+    try:
+        async with raw.transaction():
+            await load_csv(raw, tenant, files, lambda name, chunk: None)
+            counted = await raw.fetch("SELECT relname, n_tup_ins FROM pg_stat_xact_user_tables WHERE n_tup_ins > 0")
+    finally:
+        await raw.close()
+    return {r["relname"]: r["n_tup_ins"] for r in counted}
+
+
+async def test_a_clean_first_load_copies_its_lines_straight_in(
+    make_tenant: Any, load: Any, engine: AsyncEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No staging table for the lines (app/data/csv_direct.py), read in chunks that cut lines in two,
+    and the same rows and summaries as the JSON importer's."""
+    monkeypatch.setattr(csv_direct, "CHUNK", 37)
+    by_json, by_csv = await make_tenant(), await make_tenant()
+    await load(document(by_json.slug))
+    inserted = await _load_counting(engine, by_csv.slug, write_csv(document(by_csv.slug), tmp_path))
+    assert (inserted["transactions"], inserted["statements"], inserted.get("stage_transactions")) == (6, 2, None)
+    assert inserted["stage_statements"] == 2  # the other files are staged, as ever
+    assert await rows_of(engine, by_csv.id) == await rows_of(engine, by_json.id)
+
+
+async def test_a_first_load_that_cannot_go_straight_in_is_staged(
+    make_tenant: Any, load: Any, engine: AsyncEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A quoted field in the file's last chunk stops the copy after earlier chunks were written: the
+    load starts again, staged, and stores what the JSON importer stores; an unknown account is named."""
+    monkeypatch.setattr(csv_direct, "CHUNK", 37)
+    by_json, by_csv = await make_tenant(), await make_tenant()
+    doc = document(by_json.slug)
+    doc["customers"][0]["accounts"][0]["transactions"].append(tx("T-9", "2026-10-20", "purchase", "5.00", "Shop, Inc."))
+    await load(doc)
+    doc["tenant"] = by_csv.slug
+    inserted = await _load_counting(engine, by_csv.slug, write_csv(doc, tmp_path))
+    assert inserted["stage_transactions"] == 7
+    assert await rows_of(engine, by_csv.id) == await rows_of(engine, by_json.id)
+
+    stranger = await make_tenant()
+    doc = document(stranger.slug)
+    doc["customers"][0]["accounts"][0]["transactions"][3]["account_ref"] = "A-404"
+    with pytest.raises(ImportRejected) as rejected:
+        await load_files(engine, stranger.slug, write_csv(doc, tmp_path))
+    assert str(rejected.value) == "transactions.csv: line 5, column account_ref: names no account of this tenant"
+    assert await snapshot(engine, stranger.id) == []
 
 
 async def test_an_unchanged_reload_writes_nothing_and_a_correction_updates_in_place(
