@@ -30,7 +30,7 @@ from app.data.csv_direct import NotDirect, copy_in
 from app.data.csv_format import CHUNK, TABLES, Table
 from app.data.csv_lines import Screen, Sieve, first_line, last_digests, repeated_keys, unchanged_file
 from app.data.sql import Statement
-from app.data.staging import Counts, ImportReport, merge, statements_summarized_once, tenant_id
+from app.data.staging import Counts, ImportReport, load_memory, merge, statements_summarized_once, tenant_id
 from app.errors import ImportRejected
 
 ANALYZE_SHARE = 0.1  # a table's statistics are refreshed after a change above this share of its file
@@ -162,6 +162,7 @@ async def load_csv(
     write nothing; app/data/bulk_loads.py) unless `force`."""
     tenant = await tenant_id(raw, tenant_slug)
     await bulk_loads.lock(raw, tenant)
+    await load_memory(raw)
     tables = [t for t in TABLES.values() if t.name in files]
     files_digest = bulk_loads.digest({t.name: files[t.name] for t in tables})
     if not force and (last := await bulk_loads.unchanged(raw, tenant, files_digest)) is not None:

@@ -19,6 +19,7 @@ from app.data.import_format import ImportFile
 from app.data.staging import (
     Counts,
     ImportReport,
+    load_memory,
     merge,
     stage_rows,
     statements_summarized_once,
@@ -75,6 +76,7 @@ async def import_file(conn: AsyncConnection | asyncpg.Connection, doc: ImportFil
         tenant = await tenant_id(raw, doc.tenant)
     except ImportRejected as exc:
         raise ImportRejected(f"{exc} - at `$.tenant`") from None
+    await load_memory(raw)
     staged = {name: await stage_rows(raw, TABLES[name], rows) for name, rows in _rows(doc).items()}
     report = ImportReport(tenant=doc.tenant)
     async with statements_summarized_once(raw, tenant):
