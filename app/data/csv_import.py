@@ -30,7 +30,15 @@ from app.data.csv_direct import NotDirect, copy_in
 from app.data.csv_format import CHUNK, TABLES, Table
 from app.data.csv_lines import Screen, Sieve, first_line, last_digests, repeated_keys, unchanged_file
 from app.data.sql import Statement
-from app.data.staging import Counts, ImportReport, load_memory, merge, statements_summarized_once, tenant_id
+from app.data.staging import (
+    Counts,
+    ImportReport,
+    lines_of_new_statements,
+    load_memory,
+    merge,
+    statements_summarized_once,
+    tenant_id,
+)
 from app.errors import ImportRejected
 
 ANALYZE_SHARE = 0.1  # a table's statistics are refreshed after a change above this share of its file
@@ -243,9 +251,11 @@ async def _load(
         for table in tables:
             if table.name in direct:
                 path = files[table.name]
-                created, sieves[table.name] = await copy_in(
-                    raw, table, tenant, path, _header(path, table), partial(progress, table.name)
-                )
+                new_statements = "statements" in empty and "statements" in staged  # the tenant had none
+                async with lines_of_new_statements(raw) if new_statements else nullcontext():
+                    created, sieves[table.name] = await copy_in(
+                        raw, table, tenant, path, _header(path, table), partial(progress, table.name)
+                    )
                 updated, rows[table.name] = 0, created
             elif table.name in first:
                 created, updated = await _insert(raw, table, tenant, files[table.name])
