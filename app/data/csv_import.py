@@ -1,8 +1,9 @@
 """Bulk loads from CSV: each file streamed through COPY into a staging table, checked in SQL with the
 JSON importer's rules, then merged by ref inside the caller's transaction (all or nothing).
 
-Files are UTF-8 with a header row naming their columns (any order; README "Bulk loads"). Nothing is
-parsed in Python: Postgres reads the CSV, so memory stays bounded whatever the file's size. A rejected
+Files are UTF-8 with a header row naming their columns (any order; README "Bulk loads"). Postgres
+reads the CSV, streamed a chunk at a time, so memory stays bounded whatever the file's size; a
+tenant's first load of its lines skips the staging table (app/data/csv_direct.py). A rejected
 file names its file, line and column, for up to MAX_ERRORS rows. As in app/data/importer.py, a row
 identical to the stored one is not written (no new row version, no data-version bump), so an
 unchanged re-load writes nothing.
@@ -206,7 +207,8 @@ async def _load(
     repeated: list[Awaitable[bool]] = []  # whether a narrowed file repeats a key (`_stage_changed`)
     context = (progress, staged)
     # The tenant's first load of a large table: screened as it is sent (`_stage`); that of the
-    # transactions leaves its repeated keys to the table's unique key (`_insert`).
+    # transactions copied straight in (`direct`), or when staged, its repeated keys left to the
+    # table's unique key (`_insert`).
     empty = {t.name for t in tables if t.plain and not await has_rows(raw, t, tenant)}
     first = {t.name for t in tables if t.same is not None and t.name in empty}
     direct = set() if staged_only else first
