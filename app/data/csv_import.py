@@ -249,11 +249,11 @@ async def _load(
     report = ImportReport(tenant=tenant_slug)
     changed = []
     # New statements are summarized once, with their lines (none are new unless the file is loaded).
-    async with statements_summarized_once(raw, tenant) if "statements" in staged else nullcontext():
+    summarized = statements_summarized_once(raw, tenant) if "statements" in staged else nullcontext(False)
+    async with summarized as new_statements:
         for table in tables:
             if table.name in direct:
                 path = files[table.name]
-                new_statements = "statements" in empty and "statements" in staged  # the tenant had none
                 async with lines_of_new_statements(raw) if new_statements else nullcontext():
                     created, sieves[table.name] = await copy_in(
                         raw, table, tenant, path, _header(path, table), partial(progress, table.name)

@@ -8,6 +8,7 @@ load's (COPY into staging tables, one merge a table: app/data/staging.py).
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 import asyncpg
@@ -19,6 +20,7 @@ from app.data.import_format import ImportFile
 from app.data.staging import (
     Counts,
     ImportReport,
+    lines_of_new_statements,
     load_memory,
     merge,
     stage_rows,
@@ -79,9 +81,10 @@ async def import_file(conn: AsyncConnection | asyncpg.Connection, doc: ImportFil
     await load_memory(raw)
     staged = {name: await stage_rows(raw, TABLES[name], rows) for name, rows in _rows(doc).items()}
     report = ImportReport(tenant=doc.tenant)
-    async with statements_summarized_once(raw, tenant):
+    async with statements_summarized_once(raw, tenant) as new_statements:
         for table, count in ((TABLES[name], count) for name, count in staged.items()):
-            created, updated = await merge(raw, table, tenant)
+            async with lines_of_new_statements(raw) if table.lines and new_statements else nullcontext():
+                created, updated = await merge(raw, table, tenant)
             report.tables[table.name] = Counts(created=created, updated=updated, unchanged=count - created - updated)
             if created or updated:  # the next table's merge joins this one: plan it with what is there now
                 await raw.execute(f"ANALYZE {table.name}")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import asyncpg
 
 from app.data.csv_checks import has_rows
-from app.data.csv_format import Table
+from app.data.csv_format import STATEMENTS, Table
 from app.data.sql import Statement
 from app.errors import ImportRejected
 
@@ -79,24 +79,26 @@ _UNSUMMARIZED = Statement(
 
 
 @asynccontextmanager
-async def statements_summarized_once(raw: asyncpg.Connection, tenant: int) -> AsyncIterator[None]:
+async def statements_summarized_once(raw: asyncpg.Connection, tenant: int) -> AsyncIterator[bool]:
     """The loads' merges inside: a new statement is summarized once, with its lines, not first empty
     and then again (migration 0026). The statements trigger leaves new statements alone meanwhile,
     the lines' trigger (or statement_lines_changed) summarizes those that get lines, and those that
-    got none are summarized on the way out."""
+    got none are summarized on the way out. Yields whether the tenant has no statement yet: then
+    every statement is this load's, and its lines may be written as `lines_of_new_statements`."""
+    first = not await has_rows(raw, STATEMENTS, tenant)
     await raw.execute("SELECT set_config('bill_assistant.summaries_deferred', 'on', true)")
-    yield
+    yield first
     await raw.execute("SELECT set_config('bill_assistant.summaries_deferred', 'off', true)")
     await raw.execute(_UNSUMMARIZED.sql, *_UNSUMMARIZED.args({"tenant_id": tenant}))
 
 
 @asynccontextmanager
 async def lines_of_new_statements(raw: asyncpg.Connection) -> AsyncIterator[None]:
-    """Inside `statements_summarized_once`, lines written inside that fall only in statements this
-    load created: the lines' trigger leaves their statements alone (migration 0020's guard), and all
-    of them are summarized on the way out, as statements without a summary. A first load of a
-    tenant's statements and lines skips the trigger's spans (which statements each line falls in,
-    whether to bump them): with every statement new, there is nothing to bump."""
+    """Inside `statements_summarized_once` where every statement is the load's own, lines written
+    inside: the lines' trigger leaves their statements alone (migration 0020's guard), and all of
+    them are summarized on the way out, as statements without a summary. A tenant's first load skips
+    the trigger's spans (which statements each line falls in, whether to bump them): with every
+    statement new, there is nothing to bump."""
     await raw.execute("SELECT set_config('bill_assistant.lines_merged', 'on', true)")
     yield
     await raw.execute("SELECT set_config('bill_assistant.lines_merged', 'off', true)")
