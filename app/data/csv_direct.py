@@ -29,6 +29,8 @@ class NotDirect(Exception):
 async def _lines(
     path: Path, sieve: Sieve, parent_at: int, parents: dict[bytes, bytes], sent: Callable[[bytes], None]
 ) -> AsyncIterator[bytes]:
+    """The file as COPY reads it into the table: its header, then each line with its parent's ref
+    (at `parent_at`) replaced by `parents`' tenant and id."""
     header = None
     with path.open("rb") as f:
         while True:

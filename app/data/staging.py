@@ -61,8 +61,9 @@ async def tenant_id(raw: asyncpg.Connection, slug: str) -> int:
     return tenant
 
 
-# A load's sorts and hashes (the summaries' refresh, the lines' spans) fit in this much memory up to
-# about 600,000 lines; under the default 4 MB they spill to disk, 0.6-0.9 s of a 400,000-line load.
+# A load's sorts and hashes (the summaries' refresh above all) in memory: a 400,000-line first load's
+# largest sort takes about 50 MB; under the default 4 MB they spill to disk (0.6-1.5 s of that load
+# here, docs/benchmarks.md).
 LOAD_WORK_MEM = "64MB"
 
 
