@@ -85,7 +85,7 @@ async def test_a_clean_first_load_copies_its_lines_straight_in(
 async def test_a_first_load_that_cannot_go_straight_in_is_staged(
     make_tenant: Any, load: Any, engine: AsyncEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A quoted field in the file's last chunk stops the copy after earlier chunks were written: the
+    """A quoted field in the file's last chunk stops the copy after earlier chunks were sent: the
     load starts again, staged, and stores what the JSON importer stores; an unknown account is named."""
     monkeypatch.setattr(csv_direct, "CHUNK", 37)
     by_json, by_csv = await make_tenant(), await make_tenant()
