@@ -61,9 +61,8 @@ async def tenant_id(raw: asyncpg.Connection, slug: str) -> int:
     return tenant
 
 
-# A load's sorts and hashes (the summaries' refresh above all) in memory: a 400,000-line first load's
-# largest sort takes about 50 MB; under the default 4 MB they spill to disk (0.6-1.5 s of that load
-# here, docs/benchmarks.md).
+# A load's sorts and hashes over a whole file (the repeated keys, the lines' spans, the summaries'
+# refresh) in memory: under the default 4 MB a 400,000-line file's spill to disk (docs/benchmarks.md).
 LOAD_WORK_MEM = "64MB"
 
 
