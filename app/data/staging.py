@@ -61,8 +61,8 @@ async def tenant_id(raw: asyncpg.Connection, slug: str) -> int:
     return tenant
 
 
-# A load's sorts and hashes over a whole file (the repeated keys, the lines' spans, the summaries'
-# refresh) in memory: under the default 4 MB a 400,000-line file's spill to disk (docs/benchmarks.md).
+# A load's sorts and hashes over a whole file (the repeated keys, the lines' spans) in memory: under
+# the default 4 MB a 400,000-line file's spill to disk (docs/benchmarks.md).
 LOAD_WORK_MEM = "64MB"
 
 
