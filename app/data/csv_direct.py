@@ -31,14 +31,14 @@ async def _lines(
 ) -> AsyncIterator[bytes]:
     """The file as COPY reads it into the table: its header, then each line with its parent's ref
     (at `parent_at`) replaced by `parents`' tenant and id."""
-    header = None
+    header, screen = None, sieve.screen
+    assert screen is not None
     with path.open("rb") as f:
         while True:
             if chunk := f.read(CHUNK):
                 sent(chunk)
             records, _ = sieve.take(chunk)
-            assert sieve.screen is not None
-            if not sieve.screen.clean:
+            if not screen.clean:
                 raise NotDirect
             if header is None and (header := sieve.header) is not None:
                 yield header + b"\n"  # COPY reads the lines' end from the header, and skips it
