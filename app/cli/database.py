@@ -58,7 +58,9 @@ def import_cmd(file: Path | None, tenant: str | None, force: bool, **csv_files: 
     meter = LoadMeter(sum(path.stat().st_size for path in files.values()))
     try:
         with meter:
-            report = in_driver_transaction(lambda raw: load_csv(raw, tenant, files, meter.sent, force=force))
+            report = in_driver_transaction(
+                lambda raw: load_csv(raw, tenant, files, meter.sent, force=force, again=meter.again)
+            )
     except ImportRejected as exc:
         raise click.ClickException(f"rejected, nothing was imported:\n{exc}") from None
     click.echo(report.summary())
@@ -84,6 +86,11 @@ class LoadMeter:
         self.rows += chunk.count(b"\n")
         self.bar.label = f"{name}: {self.rows:,} rows, {self.rows / (time.perf_counter() - self.started):,.0f} rows/s"
         self.bar.update(len(chunk))
+
+    def again(self) -> None:
+        """The load starts over: its rows are counted from the first file's first line again."""
+        self.rows, self.bar.finished = 0, False
+        self.bar.update(-self.bar.pos)
 
     def summary(self) -> str:
         elapsed = time.perf_counter() - self.started

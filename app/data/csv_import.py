@@ -162,13 +162,20 @@ async def _insert(raw: asyncpg.Connection, table: Table, tenant: int, path: Path
 
 
 async def load_csv(
-    raw: asyncpg.Connection, tenant_slug: str, files: dict[str, Path], progress: Progress, *, force: bool = False
+    raw: asyncpg.Connection,
+    tenant_slug: str,
+    files: dict[str, Path],
+    progress: Progress,
+    *,
+    force: bool = False,
+    again: Callable[[], None] = lambda: None,
 ) -> ImportReport:
     """Load the files (by table name) inside the caller's transaction, on the driver's own connection
     (a nightly command starts without SQLAlchemy: app/data/connecting.py); raises ImportRejected naming
     every wrong row (up to MAX_ERRORS a file) and writes nothing then. The files of the tenant's last
     load, byte for byte, with nothing of the tenant's written since, are not loaded again (they would
-    write nothing; app/data/bulk_loads.py) unless `force`."""
+    write nothing; app/data/bulk_loads.py) unless `force`. `again`: called when the load starts over
+    and its files are sent again from their first line."""
     tenant = await tenant_id(raw, tenant_slug)
     await bulk_loads.lock(raw, tenant)
     await load_memory(raw)
@@ -183,6 +190,7 @@ async def load_csv(
         async with raw.transaction():
             return await _load(raw, (tenant, tenant_slug), files, progress, remembered, files_digest)
     except (_NotNarrowed, NotDirect):
+        again()
         return await _load(raw, (tenant, tenant_slug), files, progress, {}, files_digest, staged_only=True)
 
 

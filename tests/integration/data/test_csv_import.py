@@ -238,6 +238,20 @@ def test_the_command_loads_csv_files_and_reports_counts(cli: Any, tmp_path: Path
     assert "rows/s" in forced.stderr
 
 
+def test_a_load_that_starts_over_counts_its_lines_once(cli: Any, tmp_path: Path) -> None:
+    """A quoted field stops the straight copy of a first load, which starts over staged (reading its
+    files again): the lines the command reports are the files' lines, once."""
+    assert cli("tenants", "create", "quotebank", "--name", "Quote Bank").exit_code == 0
+    doc = document("quotebank")
+    doc["customers"][0]["accounts"][0]["transactions"].append(tx("T-9", "2026-10-20", "purchase", "5.00", "Shop, Inc."))
+    files = write_csv(doc, tmp_path)
+    result = cli("import", "--tenant", "quotebank", *(a for name, p in files.items() for a in (f"--{name}", str(p))))
+    assert result.exit_code == 0, result.output
+    assert "transactions: 7 created" in result.stdout
+    lines = sum(p.read_bytes().count(b"\n") for p in files.values())
+    assert f"\n{lines:,} lines in " in result.stderr
+
+
 async def test_every_write_to_a_tenants_ledger_moves_its_version_and_no_other(
     make_tenant: Any, load: Any, engine: AsyncEngine
 ) -> None:
