@@ -207,13 +207,15 @@ def render_fallback(
     can be asked for "here in the chat" (never said to an API's, the console's or a batch's caller)."""
     locales.data(locale)  # a ValueError for a locale without a folder
     wanted = set(focus)
+    charges = [e for e in facts.entries if e.kind != "payment"]
+    entries = [clean_entry(e) for e in charges]
     text = _env.get_template(f"locales/{locale}/fallback/{intent}.j2").render(
         facts=facts,
         policy=policy,
         top=facts.drivers[:TOP_DRIVERS],
         rest=len(facts.drivers) > TOP_DRIVERS,
-        entries=[clean_entry(e) for e in facts.entries if e.kind != "payment"],
-        focus=[clean_entry(e) for e in facts.entries if e.label in wanted and e.kind != "payment"],
+        entries=entries,
+        focus=[clean for e, clean in zip(charges, entries, strict=True) if e.label in wanted],
         passage=quotes.passages[0] if quotes.passages else None,
         reasons=quotes.reasons,
         quote=claim_wordings(locale).quote,

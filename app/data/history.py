@@ -63,17 +63,19 @@ json_build_object(
         SELECT jsonb_agg(jsonb_build_object('id', t.id, 'posted_on', t.posted_on, 'kind', t.kind, 'amount', t.amount,
                                             'merchant', t.merchant, 'description', t.description)
                          ORDER BY abs(t.amount) DESC, t.posted_on, t.id)
-        FROM (SELECT t.* FROM (SELECT DISTINCT l.label FROM unnest(last_two.totals) l  -- the named labels
-                               WHERE char_length(l.label) >= 2 AND strpos(:question_lower, lower(l.label)) > 0) named
-              JOIN transactions t ON t.account_id = acct.id
-                -- (label, day) as one row: only the label index (migration 0029) reads it, one label's
-                -- lines of the period, whatever the statistics say of the account's size
-                AND (line_label(t.kind, t.merchant, t.description), t.posted_on)
-                    BETWEEN (named.label, last_two.period_start) AND (named.label, last_two.period_end)
-              WHERE t.tenant_id = :tenant_id AND t.kind <> 'payment'
-                AND t.id NOT IN (SELECT x.id FROM unnest(last_two.lines) x)
-              ORDER BY abs(t.amount) DESC, t.posted_on, t.id
-              LIMIT 12) t
+        -- The largest twelve sorted by their keys alone (a label's lines can be hundreds), then read.
+        FROM transactions t JOIN (
+            SELECT t.id FROM (SELECT DISTINCT l.label FROM unnest(last_two.totals) l  -- the named labels
+                              WHERE char_length(l.label) >= 2 AND strpos(:question_lower, lower(l.label)) > 0) named
+            JOIN transactions t ON t.account_id = acct.id
+              -- (label, day) as one row: only the label index (migration 0029) reads it, one label's
+              -- lines of the period, whatever the statistics say of the account's size
+              AND (line_label(t.kind, t.merchant, t.description), t.posted_on)
+                  BETWEEN (named.label, last_two.period_start) AND (named.label, last_two.period_end)
+            WHERE t.tenant_id = :tenant_id AND t.kind <> 'payment'
+              AND t.id NOT IN (SELECT x.id FROM unnest(last_two.lines) x)
+            ORDER BY abs(t.amount) DESC, t.posted_on, t.id
+            LIMIT 12) largest USING (id)
     ), '[]') ELSE '[]' END || COALESCE((
         SELECT jsonb_agg(jsonb_build_object('posted_on', t.posted_on, 'kind', t.kind, 'amount', t.amount,
                                             'merchant', t.merchant, 'description', t.description)

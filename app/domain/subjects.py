@@ -117,17 +117,17 @@ def match(text: str, lines: Sequence[Line]) -> Matched:
     resolved: set[str] = set()
     lex = lexicon.current()
     asked_categories = {name for name, pattern in _category_asked(lex).items() if pattern.search(text)}
-    for line in candidates:
-        keys = _keys(line.label)
-        if keys.full in padded if keys.full else line.label.lower() in text:
-            resolved.add(line.label)
+    for label in dict.fromkeys(line.label for line in candidates):  # a label of many lines: asked once
+        keys = _keys(label)
+        if keys.full in padded if keys.full else label.lower() in text:
+            resolved.add(label)
         for stem in keys.words & stems:
-            by_word.setdefault(stem, set()).add(line.label)
+            by_word.setdefault(stem, set()).add(label)
         for part in keys.han:
             if part in text:
-                by_word.setdefault(part, set()).add(line.label)
+                by_word.setdefault(part, set()).add(label)
         for name in keys.categories & asked_categories:
-            by_category.setdefault(name, set()).add(line.label)
+            by_category.setdefault(name, set()).add(label)
     ambiguous: list[set[str]] = []
     named = set().union(*by_word.values()) if by_word else set()
     # A word of a label beats a category: "the cafe one" is Blue Cafe, not STARBUCKS too.
