@@ -19,7 +19,7 @@ import time
 import msgspec
 
 from app.replay.http import Pool, post
-from app.replay.stats import percentile
+from app.reports.stats import percentile
 from bench.common import demo_database, service
 
 QUESTION = "Why is my bill higher than last month?"

@@ -21,7 +21,7 @@ from datetime import date, timedelta
 import msgspec
 
 from app.replay.http import Pool, post
-from app.replay.stats import percentile
+from app.reports.stats import percentile
 from bench.common import demo_database, service
 from bench.overhead import QUESTION, fake_engine
 

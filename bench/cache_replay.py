@@ -46,8 +46,8 @@ from app.data.answer_cache import cache_rows
 from app.data.connecting import resolve_database_url
 from app.data.database import create_engine
 from app.replay.run import Sample, replay
-from app.replay.stats import percentile
 from app.replay.traffic import Arrival, dumps, export, generate, loads, population
+from app.reports.stats import percentile
 from app.settings import Settings
 from bench.common import _admin, free_port, ready_process
 

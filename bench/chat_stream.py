@@ -22,7 +22,7 @@ import httpx
 from sqlalchemy import text
 
 from app.data.database import create_engine
-from app.replay.stats import percentile
+from app.reports.stats import percentile
 from bench.common import demo_database, service
 
 QUESTION = "Why is my bill higher than last month?"

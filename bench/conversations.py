@@ -44,7 +44,7 @@ from typing import Any
 import httpx
 import msgspec
 
-from app.replay.stats import percentile
+from app.reports.stats import percentile
 from bench.chat_stream import _customers
 from bench.common import demo_database, service
 from bench.handover_queue import Level, add_agents, run_level

@@ -27,7 +27,7 @@ import urllib.request
 import msgspec
 
 from app.replay.http import Pool, post
-from app.replay.stats import percentile
+from app.reports.stats import percentile
 from bench.common import demo_database, free_port
 from bench.overhead import AS_OF, QUESTION, fake_engine
 

@@ -22,8 +22,8 @@ import time
 
 from app.domain.vocabulary import Locale
 from app.replay.run import Sample, replay
-from app.replay.stats import percentile
 from app.replay.traffic import Arrival, generate
+from app.reports.stats import percentile
 from bench.common import demo_database, service
 
 CONFIGS = [

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.replay.http import Pool
-from app.replay.stats import percentile
+from app.reports.stats import percentile
 
 
 @dataclass

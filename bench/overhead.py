@@ -58,7 +58,7 @@ import uvloop
 
 from app.data.connecting import asyncpg_dsn
 from app.replay.http import Pool, post
-from app.replay.stats import percentile
+from app.reports.stats import percentile
 from bench.common import demo_database, free_port, ready_process, service_process
 from bench.loadgen import Result, open_loop
 from bench.stacks import shares, table

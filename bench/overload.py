@@ -19,7 +19,7 @@ import os
 
 import uvloop
 
-from app.replay.stats import percentile
+from app.reports.stats import percentile
 from bench.common import demo_database, service
 from bench.explain_load import explanation_requests
 from bench.loadgen import Result, open_loop

@@ -93,7 +93,7 @@ async def account_overview(conn: AsyncConnection, tenant_id: int, account_ref: s
 
 
 class TenantPeople(msgspec.Struct, frozen=True, kw_only=True):
-    """What masks a tenant's exported questions (app/replay/pii.py): every customer's name, and the
+    """What masks a tenant's exported questions (app/pii/masker.py): every customer's name, and the
     currencies of its accounts (their regions' phone numbers)."""
 
     names: list[str]

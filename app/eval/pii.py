@@ -1,4 +1,4 @@
-"""How well `traffic export` masks personal data (app/replay/pii.py): labelled questions in both locales,
+"""How well `traffic export` masks personal data (app/pii/masker.py): labelled questions in both locales,
 each listing the stretches that must be masked and their kind (card, iban, email, phone, name); half
 of them hold none and must come out unchanged (amounts, dates, references, merchants). Two sets:
 `pii_tuned.jsonl`, the rules were tuned against it (the leaks issue 34 found are in it), and
@@ -22,7 +22,7 @@ import msgspec
 
 from app import demo
 from app.domain.vocabulary import Locale
-from app.replay.pii import KINDS, Kind, Masker, Span
+from app.pii.masker import KINDS, Kind, Masker, Span
 
 HERE = Path(__file__).parent
 SETS = {"tuned": HERE / "pii_tuned.jsonl", "blind": HERE / "pii_blind.jsonl"}

@@ -23,8 +23,8 @@ import msgspec
 from app.eval.dialogues import TurnResult
 from app.eval.keyfields import KINDS, Kind
 from app.eval.run import CaseResult, Profile
-from app.replay.charts import bar_chart
-from app.replay.stats import percentile
+from app.reports.charts import bar_chart
+from app.reports.stats import percentile
 
 RATE_POINTS = 0.01  # wrong amount / direction / driver: the candidate's rate may exceed the baseline's by this
 SERVED_POINTS = 0.05  # served as the model's: the candidate's share may fall short of the baseline's by this

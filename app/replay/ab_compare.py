@@ -30,8 +30,8 @@ from app.eval.report import DEFAULT_THRESHOLDS, GateResult, Summary, Thresholds,
 from app.eval.run import PLAN_ERRORS, CaseResult, Profile
 from app.replay.ab import CacheState, ProfileRun
 from app.replay.run import Sample
-from app.replay.stats import percentile
 from app.replay.traffic import Arrival
+from app.reports.stats import percentile
 
 # Stage (as the report names it) -> the answer's `timings_ms` key; "end to end" is the client's.
 STAGES = {

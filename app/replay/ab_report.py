@@ -1,5 +1,5 @@
 """The A/B report, as text and as one self-contained HTML page: the two profiles side by side, the
-gate's verdict, latency CDFs and error-kind bars (app/replay/charts.py), the answers that differ."""
+gate's verdict, latency CDFs and error-kind bars (app/reports/charts.py), the answers that differ."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from app.eval.keyfields import KINDS
 from app.replay.ab_compare import END_TO_END, AbReport, Said, Side, Stage, answered
-from app.replay.charts import bar_chart, cdf_chart
+from app.reports.charts import bar_chart, cdf_chart
 
 
 def _pct(value: float | None) -> str:

@@ -7,9 +7,9 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.replay.charts import cdf_chart
 from app.replay.run import Sample
-from app.replay.stats import percentile
+from app.reports.charts import cdf_chart
+from app.reports.stats import percentile
 
 
 @dataclass(frozen=True, kw_only=True)

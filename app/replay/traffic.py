@@ -21,7 +21,7 @@ from app import locales
 from app.data import replay as replay_data
 from app.data.directory import tenant_people
 from app.domain.vocabulary import Channel, Locale
-from app.replay.pii import Masker
+from app.pii.masker import Masker
 
 
 class Questions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -130,7 +130,7 @@ async def export(
     conn: AsyncConnection, since: datetime, until: datetime, tenant: str | None, *, keep_text: bool = False
 ) -> list[Arrival]:
     """The answered requests as a traffic file's arrivals, times from the first; personal data in
-    the questions replaced (app/replay/pii.py) unless `keep_text`, with each bank's whole customer
+    the questions replaced (app/pii/masker.py) unless `keep_text`, with each bank's whole customer
     directory (read once per export, not per question)."""
     rows = await replay_data.answered(conn, since, until, tenant)
     first = rows[0].arrived if rows else None

@@ -1,5 +1,5 @@
 """The replay, A/B and eval reports open in Chromium without an error, and every chart is drawn: a plot
-area with its axes, tick labels, units and legend (app/replay/charts.py, matplotlib)."""
+area with its axes, tick labels, units and legend (app/reports/charts.py, matplotlib)."""
 
 from __future__ import annotations
 

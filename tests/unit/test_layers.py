@@ -1,5 +1,6 @@
-"""The import contract, read from the source: api -> conversations -> answers -> inference | data -> domain, a pure
-domain core, and no import cycles between the application's modules."""
+"""The import contract, read from the source: api -> conversations -> answers -> inference | data -> domain, and
+beside the service replay -> eval -> reports | pii; a pure domain core, and no import cycles between the
+application's modules."""
 
 from __future__ import annotations
 
@@ -20,8 +21,12 @@ TIERS: list[tuple[int, str, tuple[str, ...]]] = [
     (2, "inference", ("app.inference",)),
     (3, "answers", ("app.answers", "app.prompts", "app.metrics")),
     (4, "conversations", ("app.conversations",)),
+    (2, "tooling", ("app.reports", "app.pii")),
     (5, "api", ("app.api",)),
-    (6, "entry", ("app.cli", "app.replay", "app.eval", "app.__main__")),
+    # The tools beside the service: the eval gates engine profiles; the replay (A/B) uses its gate.
+    (6, "eval", ("app.eval",)),
+    (7, "replay", ("app.replay",)),
+    (8, "entry", ("app.cli", "app.__main__")),
 ]
 # Packages that do I/O (or wrap it): the domain core computes, it never reads or writes.
 IO_PACKAGES = {

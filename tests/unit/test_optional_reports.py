@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from app.replay.charts import MISSING
+from app.reports.charts import MISSING
 from app.settings import PROJECT_ROOT
 
 
@@ -31,7 +31,7 @@ def test_a_chart_without_matplotlib_says_how_to_get_it() -> None:
     code = (
         "import sys\n"
         "sys.modules['matplotlib'] = None  # as if not installed: importing it raises ImportError\n"
-        "from app.replay.charts import ChartsUnavailable, bar_chart\n"
+        "from app.reports.charts import ChartsUnavailable, bar_chart\n"
         "try:\n"
         "    bar_chart('fallbacks', {'a': 0.5}, 'caption')\n"
         "except ChartsUnavailable as exc:\n"
@@ -44,6 +44,6 @@ def test_a_chart_without_matplotlib_says_how_to_get_it() -> None:
 
 
 def test_with_matplotlib_a_chart_is_drawn() -> None:
-    from app.replay.charts import bar_chart
+    from app.reports.charts import bar_chart
 
     assert "<svg" in bar_chart("fallbacks", {"a": 0.5}, "caption")

@@ -1,10 +1,10 @@
-"""Exported questions lose personal data and keep what a bill question needs (app/replay/pii.py)."""
+"""Exported questions lose personal data and keep what a bill question needs (app/pii/masker.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.replay.pii import Masker, mask
+from app.pii.masker import Masker, mask
 
 
 @pytest.mark.parametrize(

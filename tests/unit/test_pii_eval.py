@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from app.cli import main
 from app.eval import pii as labelled
-from app.replay.pii import Span
+from app.pii.masker import Span
 
 TARGET_RECALL = {"card": 1.0, "iban": 1.0, "email": 1.0, "phone": 1.0, "name": 0.95}
 TARGET_OVER_MASKED = 0.02

@@ -8,8 +8,8 @@ from itertools import pairwise
 from app.domain.vocabulary import Channel, Locale
 from app.replay.report import Slo, html_report, summarize
 from app.replay.run import Sample
-from app.replay.stats import cdf, percentile
 from app.replay.traffic import arrival_times, dumps, generate, loads
+from app.reports.stats import cdf, percentile
 
 
 def test_nearest_rank_percentiles() -> None:

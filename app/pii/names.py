@@ -1,4 +1,4 @@
-"""People's names in a question (app/replay/pii.py says what is masked and why).
+"""People's names in a question (app/pii/masker.py says what is masked and why).
 
 Two sources of evidence, and nothing else (no list of first names guesses at strangers):
 1. The bank's own customer directory: every customer of the tenant, not only the asker. A full name
@@ -29,7 +29,7 @@ import functools
 import re
 from collections.abc import Iterable, Iterator
 
-from app.replay.pii_words import PiiWords, every_locale
+from app.pii.words import PiiWords, every_locale
 
 Range = tuple[int, int]
 _LATIN = re.compile(r"[A-Za-zÀ-ÖØ-öø-ɏ]+(?:['’-][A-Za-zÀ-ÖØ-öø-ɏ]+)*")

@@ -18,7 +18,7 @@ How each is found (measured on app/eval/pii_*.jsonl: `bill-assistant traffic pii
 - account: 6 or more digits right after an account word ("account 12345678", 账号);
 - code: 3-8 digits right after a secret's word: a card's security code, a PIN, a one-time code
   ("cvv 123", 验证码 482913): nobody may replay them, whatever their length;
-- names: app/replay/pii_names.py (the bank's whole customer directory, and introduced names).
+- names: app/pii/names.py (the bank's whole customer directory, and introduced names).
 
 What must survive, decided so: an amount is never personal data: digits with cents ("1000000.00",
 "1,250.00"), or followed by a currency word or preceded by its sign ("1234 5678 9012 yen", "12
@@ -41,8 +41,8 @@ from stdnum import iban, luhn
 
 from app import locales
 from app.domain.vocabulary import Locale
-from app.replay.pii_names import Directory, find_names
-from app.replay.pii_words import every_locale, pii_words
+from app.pii.names import Directory, find_names
+from app.pii.words import every_locale, pii_words
 
 Kind = Literal["email", "iban", "card", "phone", "account", "code", "name"]
 KINDS: tuple[Kind, ...] = ("email", "iban", "card", "phone", "account", "code", "name")  # first wins an overlap

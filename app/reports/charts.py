@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from app.replay.stats import cdf
+from app.reports.stats import cdf
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
