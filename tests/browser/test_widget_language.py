@@ -159,6 +159,36 @@ async def test_in_the_pseudo_locale_every_string_passes_through_the_locale(
         await agent.context.close()
 
 
+async def test_in_the_pseudo_locale_every_refusal_passes_through_the_locale(
+    page: Page, serve: Any, bank: Any, pseudo_service: Path
+) -> None:
+    """What the widget says when the service refuses a question, or cannot be reached, is the
+    locale's: a question it cannot read (a control character pasted in), a card that is not the
+    customer's, a lost connection."""
+    server = serve()
+    said = locales.words(PSEUDO)["widget"]
+    await page.goto(f"{server.url}/demo?bank={bank.slug}&customer=C-1001&locale={PSEUDO}")
+    await expect(page.locator("select")).to_have_value("A-1")
+    async with page.expect_response("**/v1/chat") as response:
+        await ask(page, "Why is my bill \x0bhigher?")
+    assert (await response.value).status == 400
+    await expect(page.get_by_role("alert")).to_have_text(said["invalid"])
+    await page.locator("textarea").fill("")
+    await page.evaluate(
+        """() => {
+            const select = document.querySelector("[data-bill-assistant]").shadowRoot.querySelector("select");
+            select.add(new Option("B-1", "B-1"));
+            select.value = "B-1";
+        }"""
+    )
+    await page.get_by_role("button", name=said["suggested"][1]).click()
+    await expect(page.get_by_role("alert")).to_have_text(said["notFound"])
+    await page.context.set_offline(True)
+    await page.get_by_role("button", name=said["suggested"][1]).click()
+    await expect(page.get_by_role("alert")).to_have_text(said["network"])
+    assert english_words(await widget_text(page), (*DATA, "B-1")) == []
+
+
 async def test_on_a_phone_the_statement_table_is_read_whole(browser: Browser, serve: Any, bank: Any) -> None:
     """At 375x667 the conversation is part of the page, which scrolls: no scroll area inside the widget
     cuts the statement table off."""

@@ -590,7 +590,7 @@
         case 404: return t.notFound;
         case 429: return t.rateLimited.replace("{s}", wait);
         case 503: return t.busy.replace("{s}", wait);
-        case 400: case 422: return t.invalid.replace("{m}", body.message || "");
+        case 400: case 422: return t.invalid; // the service's reason is in English, for developers
         default: return t.failed;
       }
     }
