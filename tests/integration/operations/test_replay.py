@@ -50,7 +50,9 @@ async def test_arrivals_do_not_wait_for_responses() -> None:
     assert len(samples) == 20
     # All 20 were sent within ~0.4 s although each answer took 0.5 s: nothing waited for a response.
     assert max(app.arrived) - started < 0.45
-    assert all(s.status == 200 and s.e2e_ms >= 500 for s in samples)
+    # Each waited for its answer's 0.5 s (the server's uvloop timer keeps a millisecond clock read at
+    # its loop's turn, so its 0.5 s may end a fraction of a millisecond early).
+    assert all(s.status == 200 and s.e2e_ms >= 499 for s in samples)
     assert {s.ttft_ms for s in samples} == {12.5}
     assert {s.source for s in samples} == {"model"}
 
