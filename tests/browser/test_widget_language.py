@@ -3,7 +3,8 @@ headless Chromium against the real service: a Chinese question on an English pag
 widget Chinese (notes, buttons, status, the statement table); a verified answer after nothing was
 shown says where it is from, not that it replaced something; the status line clears once a person
 has the conversation; and in en-XA, the generated pseudo-locale, nothing on the widget or the demo
-page is plain English but the data (tests/pseudo_locale.py)."""
+page is plain English but the data (tests/pseudo_locale.py): asking, a person's conversation, the
+service's refusals."""
 
 from __future__ import annotations
 
@@ -155,6 +156,15 @@ async def test_in_the_pseudo_locale_every_string_passes_through_the_locale(
         await expect(page.locator(".banner.agent")).to_be_visible()
         assert english_words(await widget_text(page), (*allowed, "Ana Agent")) == []
         await screenshot(page, "widget-pseudo-locale")
+        # With the agent: the agent writing, their reply, the customer's message passed on.
+        said, status = locales.words(PSEUDO)["widget"], page.get_by_role("status")
+        await agent.get_by_label("Your reply").press_sequentially("Let me look.")
+        await expect(status).to_have_text(said["agentWriting"].replace("{name}", "Ana Agent"))
+        await agent.get_by_role("button", name="Send").click()
+        await expect(page.locator(".msg.agent")).to_contain_text("Let me look.")
+        await ask(page, asked[0])
+        await expect(status).to_have_text(said["delivered"])
+        assert english_words(await widget_text(page), (*allowed, "Ana Agent", "Let me look.")) == []
     finally:
         await agent.context.close()
 
