@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 from playwright.async_api import Browser, Page, expect
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app import locales
+from app.data.tenants import set_limits
 from app.settings import Settings
 from bench.fakes.sglang_server import RunningFake, Script
 from tests.browser.helpers import screenshot, widget_text
@@ -170,11 +172,11 @@ async def test_in_the_pseudo_locale_every_string_passes_through_the_locale(
 
 
 async def test_in_the_pseudo_locale_every_refusal_passes_through_the_locale(
-    page: Page, serve: Any, bank: Any, pseudo_service: Path
+    page: Page, serve: Any, bank: Any, engine: AsyncEngine, pseudo_service: Path
 ) -> None:
     """What the widget says when the service refuses a question, or cannot be reached, is the
     locale's: a question it cannot read (a control character pasted in), a card that is not the
-    customer's, a lost connection."""
+    customer's, a lost connection, the bank's rate."""
     server = serve()
     said = locales.words(PSEUDO)["widget"]
     await page.goto(f"{server.url}/demo?bank={bank.slug}&customer=C-1001&locale={PSEUDO}")
@@ -197,6 +199,15 @@ async def test_in_the_pseudo_locale_every_refusal_passes_through_the_locale(
     await page.get_by_role("button", name=said["suggested"][1]).click()
     await expect(page.get_by_role("alert")).to_have_text(said["network"])
     assert english_words(await widget_text(page), (*DATA, "B-1")) == []
+    await page.context.set_offline(False)
+    await page.locator("select").select_option("A-1")
+    async with engine.begin() as conn:
+        await set_limits(conn, bank.slug, {"rate_limit_per_s": 0.001})  # one more, then 429
+    await page.get_by_role("button", name=said["suggested"][1]).click()
+    await expect(page.locator(".msg.assistant .answer[aria-busy=false]")).to_have_count(1)
+    await page.get_by_role("button", name=said["followUps"][1]).click()
+    await expect(page.get_by_role("alert")).to_contain_text(said["rateLimited"].split("{s}")[0])
+    assert english_words(await widget_text(page), DATA) == []
 
 
 async def test_on_a_phone_the_statement_table_is_read_whole(browser: Browser, serve: Any, bank: Any) -> None:
