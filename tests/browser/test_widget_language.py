@@ -131,7 +131,7 @@ def pseudo_service(tmp_path: Path) -> Iterator[Path]:
 async def test_in_the_pseudo_locale_every_string_passes_through_the_locale(
     browser: Browser, page: Page, serve: Any, bank: Any, pseudo_service: Path
 ) -> None:
-    server = serve()
+    server = serve(CONVERSATION_UNANSWERED_MAX="1")  # one message to the agent, then wait for a reply
     await page.goto(f"{server.url}/demo?bank={bank.slug}&customer=C-1001&locale={PSEUDO}")
     await expect(page.locator("select")).to_have_value("A-1")
     brand = (await page.locator("header strong").inner_text()).strip()
@@ -158,7 +158,7 @@ async def test_in_the_pseudo_locale_every_string_passes_through_the_locale(
         await expect(page.locator(".banner.agent")).to_be_visible()
         assert english_words(await widget_text(page), (*allowed, "Ana Agent")) == []
         await screenshot(page, "widget-pseudo-locale")
-        # With the agent: the agent writing, their reply, the customer's message passed on.
+        # With the agent: the agent writing, their reply, the customer's message passed on, and one too many.
         said, status = locales.words(PSEUDO)["widget"], page.get_by_role("status")
         await agent.get_by_label("Your reply").press_sequentially("Let me look.")
         await expect(status).to_have_text(said["agentWriting"].replace("{name}", "Ana Agent"))
@@ -166,6 +166,8 @@ async def test_in_the_pseudo_locale_every_string_passes_through_the_locale(
         await expect(page.locator(".msg.agent")).to_contain_text("Let me look.")
         await ask(page, asked[0])
         await expect(status).to_have_text(said["delivered"])
+        await ask(page, asked[1])
+        await expect(page.get_by_role("alert")).to_contain_text(said["tooManyMessages"].split("{s}")[0])
         assert english_words(await widget_text(page), (*allowed, "Ana Agent", "Let me look.")) == []
     finally:
         await agent.context.close()

@@ -588,7 +588,8 @@
       switch (response.status) {
         case 401: return t.expired;
         case 404: return t.notFound;
-        case 429: return t.rateLimited.replace("{s}", wait);
+        case 429: // the bank's rate, or a conversation's own caps (messages to a person in a row)
+          return (body.error === "too_many_messages" ? t.tooManyMessages : t.rateLimited).replace("{s}", wait);
         case 503: return t.busy.replace("{s}", wait);
         case 400: case 422: return t.invalid; // the service's reason is in English, for developers
         default: return t.failed;
