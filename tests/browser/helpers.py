@@ -1,4 +1,5 @@
-"""Helpers for the browser tests: full-page screenshots to tests/browser/screenshots/ (ignored by git)."""
+"""Helpers for the browser tests: full-page screenshots to tests/browser/screenshots/ (ignored by git),
+the widget's text, a tampered card list."""
 
 from __future__ import annotations
 
@@ -30,3 +31,15 @@ async def widget_text(page: Page) -> str:
         }"""
     )
     return text
+
+
+async def pick_foreign_card(page: Page, ref: str) -> None:
+    """The page tampered with: the widget's card list given `ref` (not the customer's), and it chosen."""
+    await page.evaluate(
+        """(ref) => {
+            const select = document.querySelector("[data-bill-assistant]").shadowRoot.querySelector("select");
+            select.add(new Option(ref, ref));
+            select.value = ref;
+        }""",
+        ref,
+    )

@@ -26,7 +26,7 @@ from app.prompts import phrases
 from app.settings import Settings
 from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, GOOD_SHOWN, plan
 from bench.fakes.sglang_server import FakeSGLang, RunningFake, Script
-from tests.browser.helpers import screenshot
+from tests.browser.helpers import pick_foreign_card, screenshot
 from tests.factories import account, customer, document
 from tests.servers import Serve, ThreadedServer
 from tests.waiting import until
@@ -341,14 +341,7 @@ async def test_another_customers_account_is_not_found(
     # Even if the page is tampered with, the token reaches only its own customer's accounts: not
     # another customer's at the same bank (B-1), nor another bank's customer with the same ref (Z-1).
     for ref in ("B-1", "Z-1"):
-        await page.evaluate(
-            """(ref) => {
-                const select = document.querySelector("[data-bill-assistant]").shadowRoot.querySelector("select");
-                select.add(new Option("someone else's card", ref));
-                select.value = ref;
-            }""",
-            ref,
-        )
+        await pick_foreign_card(page, ref)
         async with page.expect_response("**/v1/chat") as response:
             await page.get_by_role("button", name="Did my payment arrive?").click()
         assert (await response.value).status == 404

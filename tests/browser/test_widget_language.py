@@ -20,7 +20,7 @@ from app import locales
 from app.data.tenants import set_limits
 from app.settings import Settings
 from bench.fakes.sglang_server import RunningFake, Script
-from tests.browser.helpers import screenshot, widget_text
+from tests.browser.helpers import pick_foreign_card, screenshot, widget_text
 from tests.console import sign_in_page
 from tests.pseudo_locale import PSEUDO, english_words, pseudo_locales
 from tests.servers import Serve, ThreadedServer
@@ -188,13 +188,7 @@ async def test_in_the_pseudo_locale_every_refusal_passes_through_the_locale(
     assert (await response.value).status == 400
     await expect(page.get_by_role("alert")).to_have_text(said["invalid"])
     await page.locator("textarea").fill("")
-    await page.evaluate(
-        """() => {
-            const select = document.querySelector("[data-bill-assistant]").shadowRoot.querySelector("select");
-            select.add(new Option("B-1", "B-1"));
-            select.value = "B-1";
-        }"""
-    )
+    await pick_foreign_card(page, "B-1")  # C-2002's
     await page.get_by_role("button", name=said["suggested"][1]).click()
     await expect(page.get_by_role("alert")).to_have_text(said["notFound"])
     await page.context.set_offline(True)

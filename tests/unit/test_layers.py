@@ -19,9 +19,9 @@ TIERS: list[tuple[int, str, tuple[str, ...]]] = [
     (1, "base", ("app.errors", "app.settings", "app.timing", "app.security", "app.locales")),
     (2, "data", ("app.data", "app.demo")),
     (2, "inference", ("app.inference",)),
+    (2, "tooling", ("app.reports", "app.pii")),
     (3, "answers", ("app.answers", "app.prompts", "app.metrics")),
     (4, "conversations", ("app.conversations",)),
-    (2, "tooling", ("app.reports", "app.pii")),
     (5, "api", ("app.api",)),
     # The tools beside the service: the eval gates engine profiles; the replay (A/B) uses its gate.
     (6, "eval", ("app.eval",)),
