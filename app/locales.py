@@ -35,7 +35,6 @@ _listeners: list[Callable[[], None]] = []  # caches built from the folders (app/
 
 class LocaleData(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     name: str  # in its own words: what an agent and a picker show ("简体中文")
-    english_name: str  # what the console, which speaks English, shows beside it
     language: str  # the language a question is detected in (app/domain/understanding.py)
     joiner: str  # what joins two sentences: a space, or nothing (Chinese)
     # The share of a sentence's letters that are Chinese characters, at least and at most: a model's

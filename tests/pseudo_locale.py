@@ -150,7 +150,7 @@ def write(root: Path) -> Path:
             out.write_text(json.dumps(_words(json.loads(path.read_text(encoding="utf-8"))), ensure_ascii=False))
         elif path.name == "locale.json":
             data = json.loads(path.read_text(encoding="utf-8"))
-            data.update(name=bracketed(data["name"]), english_name="English (pseudo-locale)")
+            data.update(name=bracketed(data["name"]))
             data.update(default=False, console=False, model=False)  # en's own roles stay en's
             data["formatting"]["months"] = [pseudo(m) for m in data["formatting"]["months"]]
             data["canonical"] = {intent: pseudo(q) for intent, q in data.get("canonical", {}).items()}

@@ -4,31 +4,31 @@ from __future__ import annotations
 
 import msgspec
 
-# The stages an audit row holds, in the order a request meets them, with what an agent calls them.
-# The engine's queue, time to first token and decode happen inside "engine". The row is written
-# before its own write is timed, so "audit" is never among them; a cache hit's row is written by the
-# statement that finds it (app/data/history.py), so its "db" is not either.
-STAGES = {
-    "auth": "sign-in check",
-    "admission": "admission wait",
-    "db": "database",
-    "facts": "facts",
-    "library": "help content search",
-    "cache": "answer cache",  # rows from before a hit was found by the records' statement (0010)
-    "explain": "deterministic text",
-    "prompt": "prompt",
-    "engine": "engine",
-    "queue": "engine queue",
-    "ttft": "time to first token",
-    "decode": "decode",
-    "validate": "validation",
-}
+# The stages an audit row holds, in the order a request meets them (what an agent calls each is the
+# console's words, "stage"). The engine's queue, time to first token and decode happen inside
+# "engine". The row is written before its own write is timed, so "audit" is never among them; a
+# cache hit's row is written by the statement that finds it (app/data/history.py), so its "db" is
+# not either; "cache" is in rows from before a hit was found by the records' statement (0010).
+STAGES = (
+    "auth",
+    "admission",
+    "db",
+    "facts",
+    "library",
+    "cache",
+    "explain",
+    "prompt",
+    "engine",
+    "queue",
+    "ttft",
+    "decode",
+    "validate",
+)
 MIN_WIDTH = 0.4  # per cent of the axis: a stage of a few microseconds stays visible
 
 
 class Bar(msgspec.Struct, frozen=True, kw_only=True):
     stage: str
-    label: str
     start_ms: float
     duration_ms: float
     left: float  # per cent of the axis
@@ -50,7 +50,6 @@ def waterfall(starts: dict[str, float], timings: dict[str, float]) -> tuple[list
         bars.append(
             Bar(
                 stage=stage,
-                label=STAGES[stage],
                 start_ms=start,
                 duration_ms=duration,
                 left=round(left, 3),

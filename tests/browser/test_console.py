@@ -161,7 +161,10 @@ async def test_another_banks_account_is_not_found(
     assert response is not None
     assert response.status == 404
     await expect(page.get_by_role("heading", name="Not found")).to_be_visible()
-    await expect(page.get_by_role("alert")).to_have_text("account 'THEIRS-7' not found")
+    # The same page as for an account that does not exist: nothing says the other bank's is there.
+    await expect(page.get_by_role("alert")).to_have_text(
+        "There is no such page for your bank: the account, answer, conversation or article it names is not there."
+    )
     await screenshot(page, "console-not-found")
 
 

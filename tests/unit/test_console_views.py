@@ -1,15 +1,21 @@
-"""What the console shows for an audited answer: a label for every fallback rule, with its detail."""
+"""What the console shows for an audited answer: a label for every fallback rule, with its detail; and
+the console's words name every code its pages show (a rule, a stage, a role, a status…)."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from typing import Any, get_args
 
 import pytest
 
-from app.api.console.views import FALLBACK_REASON, answer_view
+from app.api.console.views import answer_view
+from app.api.console.words import words
+from app.api.waterfall import STAGES
 from app.data.audit import AnswerRecord
+from app.domain.facts import DriverKind, PaymentStatus
 from app.domain.reasons import RULES
+from app.domain.vocabulary import Channel, ConversationStatus, HandoverReason, Intent, Role, Source
 
 
 def record(source: str, fallback_reason: str | None) -> AnswerRecord:
@@ -33,8 +39,24 @@ def record(source: str, fallback_reason: str | None) -> AnswerRecord:
     )
 
 
-def test_every_fallback_rule_has_a_label() -> None:
-    assert set(FALLBACK_REASON) == set(RULES)
+@pytest.mark.parametrize(
+    ("key", "codes"),
+    [
+        ("fallback_reason", RULES),
+        ("stage", STAGES),
+        ("role", get_args(Role)),
+        ("handover_reason", get_args(HandoverReason)),
+        ("source", get_args(Source)),
+        ("channel", get_args(Channel)),
+        ("intent", get_args(Intent)),
+        ("payment_status", get_args(PaymentStatus)),
+        ("driver_kind", get_args(DriverKind)),
+        ("article_status", ("draft", "live", "retired")),  # migration 0017's CHECK
+        ("status", (*get_args(ConversationStatus), "an_agent")),
+    ],
+)
+def test_the_console_words_name_every_code(key: str, codes: Any) -> None:
+    assert set(words()[key]) == set(codes)
 
 
 def test_a_stored_reason_shows_its_rule_label_and_detail() -> None:

@@ -28,7 +28,7 @@ def greek(tmp_path: Path) -> Iterator[Path]:
     shutil.copytree(locales.DEFAULT_ROOT, root)
     (root / "el").mkdir()
     data = json.loads((root / "en" / "locale.json").read_text(encoding="utf-8"))
-    data.update(name="Ελληνικά", english_name="Greek", language="el", canonical={})
+    data.update(name="Ελληνικά", language="el", canonical={})
     data.update(default=False, console=False, model=False)
     (root / "el" / "locale.json").write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     signals = json.loads((root / "en" / "lexicon.json").read_text(encoding="utf-8"))["signals"]

@@ -13,7 +13,7 @@ def test_bars_follow_the_pipeline_order_and_sit_where_their_stage_ran() -> None:
     # "audit" has a start but no duration (the row is written before it is timed): left out.
     assert [b.stage for b in bars] == ["admission", "db", "engine", "ttft", "validate"]
     engine = bars[2]
-    assert (engine.label, engine.start_ms, engine.duration_ms, engine.left, engine.width) == ("engine", 20, 70, 20, 70)
+    assert (engine.stage, engine.start_ms, engine.duration_ms, engine.left, engine.width) == ("engine", 20, 70, 20, 70)
     assert bars[0].width == MIN_WIDTH  # a tenth of a millisecond is still drawn
 
 

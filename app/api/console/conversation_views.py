@@ -10,19 +10,11 @@ from typing import Any
 
 import msgspec
 
-from app.api.console.views import LOCALES
+from app.api.console.words import language, say, words
 from app.conversations.values import Agent, Conversation, Message
 from app.data.agents import ConsoleSession
 from app.data.audit import AnswerRecord
 from app.data.handovers import Waiting
-from app.domain.vocabulary import HandoverReason, Role
-
-REASONS: dict[HandoverReason, str] = {
-    "requested": "The customer asked for a person",
-    "fallbacks": "The assistant could not answer, repeatedly",
-    "out_of_scope": "Outside what the assistant answers",
-}
-ROLES: dict[Role, str] = {"customer": "Customer", "assistant": "Assistant", "agent": "Agent", "system": "Notice"}
 
 
 def agent_of(session: ConsoleSession) -> Agent:
@@ -32,29 +24,29 @@ def agent_of(session: ConsoleSession) -> Agent:
 
 def waited(seconds: float) -> str:
     """A wait as people say it (console.js writes the ticking one the same way)."""
-    s = max(0, int(seconds))
+    s, said = max(0, int(seconds)), words()["time"]
     if s < 60:
-        return f"{s} s"
+        return say(said["seconds"], s=s)
     if s < 3600:
-        return f"{s // 60} min {s % 60:02d} s"
-    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+        return say(said["minutes"], m=s // 60, s=f"{s % 60:02d}")
+    return say(said["hours"], h=s // 3600, m=f"{s % 3600 // 60:02d}")
 
 
 def clock(moment: datetime) -> str:
     return moment.strftime("%H:%M:%S")
 
 
+def utc(time: str) -> str:
+    """A time, said to be UTC (the console's times all are)."""
+    return say(words()["time"]["utc"], time=time)
+
+
 def moment(at: datetime) -> str:
-    """A date and time, in UTC (the console's times all are)."""
-    return at.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return utc(at.strftime("%Y-%m-%d %H:%M:%S"))
 
 
 def short_id(cid: uuid.UUID) -> str:
     return cid.hex[:8]
-
-
-def language(locale: str | None) -> str:
-    return LOCALES.get(locale or "", locale or "unknown")
 
 
 class QueueRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -81,7 +73,7 @@ def queue_rows(waiting: list[Waiting]) -> list[QueueRow]:
             id=w.id,
             short=short_id(w.id),
             customer_ref=w.customer_ref,
-            reason=REASONS[w.handover_reason],
+            reason=words()["handover_reason"][w.handover_reason],
             locale=w.locale,
             language=language(w.locale),
             started_at=w.started_at,
@@ -91,7 +83,7 @@ def queue_rows(waiting: list[Waiting]) -> list[QueueRow]:
             first_question=w.first_question,
             last_text=w.last_text,
             last_at=w.last_at,
-            last=clock(w.last_at) + " UTC" if w.last_at else "",
+            last=utc(clock(w.last_at)) if w.last_at else "",
             url=f"/console/conversations/{w.id}",
         )
         for w in waiting
@@ -112,11 +104,10 @@ class ConversationView(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def status_text(conversation: Conversation) -> str:
+    said = words()["status"]
     if conversation.status == "agent":
-        return f"With {conversation.agent_name or 'an agent'}"
-    if conversation.status == "waiting":
-        return "Waiting for an agent"
-    return "With the assistant"
+        return say(said["agent"], agent=conversation.agent_name or said["an_agent"])
+    return str(said[conversation.status])
 
 
 def audited(message: Message) -> uuid.UUID | None:

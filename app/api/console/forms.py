@@ -13,14 +13,11 @@ from litestar.exceptions import PermissionDeniedException
 
 from app.answers.schemas import QUESTION_PATTERN, ExplanationRequest, in_words
 from app.api.body import form_body
+from app.api.console.words import words
 from app.data.agents import ConsoleSession
 from app.security import csrf_matches
 
 CSRF_FIELD = "csrf_token"
-CSRF_REFUSED = (
-    "This form was refused: its security token is missing or does not match your session. "
-    "Reload the page and send it again."
-)
 
 
 def field(form: FormMultiDict, name: str) -> str:
@@ -65,5 +62,5 @@ async def provide_form(
     """The posted form, once its CSRF token is the session's."""
     form = await form_body(request)
     if not form_csrf_matches(form, agent.csrf_token):
-        raise PermissionDeniedException(CSRF_REFUSED)
+        raise PermissionDeniedException(words()["errors"]["csrf"])
     return form

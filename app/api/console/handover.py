@@ -21,14 +21,11 @@ from litestar.params import FromPath
 from litestar.response import Redirect, ServerSentEvent
 
 from app.api.console.conversation_views import (
-    REASONS,
-    ROLES,
     QueueRow,
     agent_of,
     audited,
     clock,
     conversation_view,
-    language,
     moment,
     queue_rows,
     waited,
@@ -36,14 +33,11 @@ from app.api.console.conversation_views import (
 from app.api.console.forms import field, provide_form, reply_text
 from app.api.console.pages import EXCEPTION_HANDLERS, SECURITY_HEADERS, console_page
 from app.api.console.session import PATH, provide_agent
-from app.api.console.views import LOCALES
+from app.api.console.words import LANGUAGES, language, say, words
 from app.api.conversation_feed import After, Before, conversation_service, feed
 from app.conversations.values import TakeRefused
 from app.data.agents import ConsoleSession
 from app.errors import NotFound
-
-TAKEN = "This conversation was taken by another agent"
-NOT_WAITING = "This conversation is not waiting any more."
 
 
 class QueueOut(msgspec.Struct, frozen=True, kw_only=True):
@@ -81,9 +75,7 @@ async def _conversation_page(
         view=view,
         reply=reply,
         error=error,
-        reasons=REASONS,
-        roles=ROLES,
-        languages=dict(LOCALES),
+        languages=dict(LANGUAGES),
         waited=waited,
         clock=clock,
         moment=moment,
@@ -131,17 +123,16 @@ class HandoverController(Controller):
             found = taken.conversation
             if found.status == "agent" and found.agent_id == agent.identity.agent_id:
                 return Redirect(_page_of(cid), status_code=303)  # a second click of the same agent
+            said = words()["errors"]
             by_another = found.status == "agent"
             return console_page(
                 "error.html",
                 status=409,
                 agent=agent,
-                title="Already taken" if by_another else "Not waiting",
-                message=f"{TAKEN} ({found.agent_name})."
-                if by_another
-                else "This conversation is not waiting any more.",
+                title=said["already_taken"] if by_another else said["not_waiting"],
+                message=say(said["taken"], agent=found.agent_name) if by_another else said["not_waiting_message"],
                 back=f"{PATH}/queue",
-                back_label="Back to the waiting conversations",
+                back_label=said["back_queue"],
             )
         return Redirect(_page_of(cid), status_code=303)
 
@@ -177,9 +168,9 @@ class HandoverController(Controller):
         cid, service, me = _id(conversation_id), conversation_service(request), agent_of(agent)
         try:
             said = reply_text(form)
-        except msgspec.ValidationError as exc:
+        except msgspec.ValidationError:
             await service.mine(me, cid)  # not theirs: refused before the text is judged
-            error = f"The reply was not sent: {exc}."
+            error = words()["errors"]["reply"]  # msgspec's reason is the API's, in English
             return await _conversation_page(request, agent, cid, reply=field(form, "text"), error=error, status=400)
         await service.reply(me, cid, said)
         return Redirect(f"{_page_of(cid)}#reply", status_code=303)

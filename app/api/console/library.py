@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.api.console.forms import field, provide_form
 from app.api.console.pages import EXCEPTION_HANDLERS, console_page
 from app.api.console.session import PATH, provide_agent
-from app.api.console.views import LOCALES
+from app.api.console.words import LANGUAGES, say, words
 from app.data import knowledge
 from app.data.agents import ConsoleSession
 from app.data.database import autocommit
@@ -94,7 +94,7 @@ async def _article_page(
         versions=versions,
         form=posted or ArticleForm.of(newest),
         error=error,
-        locales=LOCALES,
+        locales=LANGUAGES,
     )
 
 
@@ -110,7 +110,7 @@ class LibraryController(Controller):
     ) -> Response[Any]:
         async with autocommit(db_engine) as conn:
             rows = await knowledge.library(conn, agent.identity.tenant_id)
-        return console_page("library.html", agent=agent, rows=rows, locales=LOCALES)
+        return console_page("library.html", agent=agent, rows=rows, locales=LANGUAGES)
 
     @get("/{locale:str}/{article:str}")
     async def article_page(
@@ -135,8 +135,9 @@ class LibraryController(Controller):
         posted = ArticleForm.posted(form)
         try:
             edited = posted.article(locale, article)
-        except LibraryError as exc:
-            return await _article_page(db_engine, agent, locale, article, error=str(exc), posted=posted, status=422)
+        except LibraryError as exc:  # its reason names the field as a library file does: kept
+            error = say(words()["errors"]["draft"], reason=exc)
+            return await _article_page(db_engine, agent, locale, article, error=error, posted=posted, status=422)
         async with autocommit(db_engine) as conn:
             await knowledge.save_draft(conn, agent.identity.tenant_id, edited, agent.identity.username)
         return Redirect(article_page_of(locale, article), status_code=303)
@@ -155,10 +156,10 @@ class LibraryController(Controller):
             draft = await knowledge.version(conn, tenant, version_id)
             try:
                 await knowledge.approve(conn, tenant, version_id, agent.identity.username)
-            except PermissionError as exc:
-                refused = (str(exc), 403)
-            except AlreadyExists as exc:
-                refused = (str(exc), 409)
+            except PermissionError:
+                refused = (words()["errors"]["own_draft"], 403)
+            except AlreadyExists:
+                refused = (words()["errors"]["not_a_draft"], 409)
         if refused is not None:
             error, status = refused
             return await _article_page(db_engine, agent, draft.locale, draft.article, error=error, status=status)

@@ -14,8 +14,10 @@ from litestar.response import Redirect, Template
 from litestar.types import ExceptionHandlersMap
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app import locales
 from app.api.console.session import PATH, LoginRequired, login_csrf_cookie
-from app.api.console.views import LOCALES, statement_view
+from app.api.console.views import statement_view
+from app.api.console.words import LANGUAGES, fill, say, stamp, words
 from app.conversations.values import NotYours
 from app.data.agents import ConsoleSession
 from app.data.audit import recent_answers
@@ -27,7 +29,8 @@ from app.errors import DatabaseUnavailable, NotFound, Shed, UnreadableData
 from app.security import new_csrf_token
 from app.settings import Settings
 
-NOT_YOURS = "Only the agent who has this conversation can reply to it or hand it back"
+log = structlog.get_logger("bill_assistant.errors")
+
 # Pages hold customers' data: never cached, never framed, never followed by a full Referer.
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
@@ -46,7 +49,7 @@ def console_page(
 ) -> Template:
     return Template(
         f"console/{name}",
-        context=context,
+        context={"w": words(), "fill": fill, "stamp": stamp, "lang": locales.console(), **context},
         status_code=status,
         headers=SECURITY_HEADERS | (headers or {}),
         cookies=cookies,
@@ -96,7 +99,7 @@ async def account_page(
         answers=answers,
         question=question,
         locale=locale or account.customer_locale,
-        locales=LOCALES,
+        locales=LANGUAGES,
         error=error,
     )
 
@@ -109,34 +112,49 @@ def _error(status: int, title: str, message: str, headers: dict[str, str] | None
     return console_page("error.html", status=status, headers=headers, title=title, message=message)
 
 
+# Each error page says its case in the console's words; the service's own reason (in English, for
+# developers) goes to the log, not to the page.
 def _http_error(request: Request, exc: HTTPException) -> Response[Any]:  # type: ignore[type-arg]
-    titles = {403: "Refused", 404: "Not found"}
-    return _error(exc.status_code, titles.get(exc.status_code, "Something is wrong"), exc.detail)
+    said = words()["errors"]
+    if exc.status_code == 403:
+        # The one refusal the console raises itself is a form's stale token, said in its words.
+        return _error(403, said["refused"], exc.detail)
+    if exc.status_code == 404:
+        return _error(404, said["not_found"], said["not_found_message"])
+    log.info("console_error", status=exc.status_code, detail=exc.detail)
+    if exc.status_code == 400:  # a form's bytes or characters (app/api/body.py)
+        return _error(400, said["not_sent"], said["bad_form"])
+    return _error(exc.status_code, said["wrong"], said["wrong_message"])
 
 
 def _not_found(request: Request, exc: NotFound) -> Response[Any]:  # type: ignore[type-arg]
-    return _error(404, "Not found", str(exc))
+    said = words()["errors"]
+    return _error(404, said["not_found"], said["not_found_message"])
 
 
 def _shed(request: Request, exc: Shed) -> Response[Any]:  # type: ignore[type-arg]
     """429 (this bank's rate) or 503 (overloaded, shutting down), with Retry-After, as a page."""
-    retry = max(1, int(exc.retry_after_s))
-    message = f"The question was not answered: {exc}. Try again in {retry} s."
-    return _error(exc.status, "Busy", message, headers={"Retry-After": str(retry)})
+    retry, said = max(1, int(exc.retry_after_s)), words()["errors"]
+    message = say(said["shed_429"] if exc.status == 429 else said["shed_503"], s=retry)
+    return _error(exc.status, said["busy"], message, headers={"Retry-After": str(retry)})
 
 
 def _database_unavailable(request: Request, exc: DatabaseUnavailable) -> Response[Any]:  # type: ignore[type-arg]
-    structlog.get_logger("bill_assistant.errors").warning("database unavailable", cause=repr(exc.__cause__))
-    message = f"The database cannot be reached just now. Try again in {exc.retry_after_s} s."
-    return _error(503, "Unavailable", message, headers={"Retry-After": str(exc.retry_after_s)})
+    log.warning("database unavailable", cause=repr(exc.__cause__))
+    said = words()["errors"]
+    message = say(said["database"], s=exc.retry_after_s)
+    return _error(503, said["unavailable"], message, headers={"Retry-After": str(exc.retry_after_s)})
 
 
 def _not_yours(request: Request, exc: NotYours) -> Response[Any]:  # type: ignore[type-arg]
-    return _error(403, "Refused", f"{NOT_YOURS}.")
+    said = words()["errors"]
+    return _error(403, said["refused"], said["not_yours"])
 
 
 def _unreadable_data(request: Request, exc: UnreadableData) -> Response[Any]:  # type: ignore[type-arg]
-    return _error(422, "Unreadable data", str(exc))
+    log.warning("console_error", status=422, detail=str(exc))
+    said = words()["errors"]
+    return _error(422, said["unreadable"], said["unreadable_message"])
 
 
 # The console's errors are pages too (the API's are JSON): a lapsed session goes to the sign-in page.

@@ -26,7 +26,7 @@ from app.answers.messages import Ask, ChatEvent, final_answer
 from app.answers.schemas import ExplanationRequest
 from app.api.body import form_body, refuse_control_characters
 from app.api.console.conversation_views import cached_from
-from app.api.console.forms import CSRF_REFUSED, field, form_csrf_matches, provide_form, question_request
+from app.api.console.forms import field, form_csrf_matches, provide_form, question_request
 from app.api.console.pages import EXCEPTION_HANDLERS, SECURITY_HEADERS, account_page, console_page, sign_in_page
 from app.api.console.session import (
     LOGIN_CSRF_COOKIE,
@@ -37,7 +37,8 @@ from app.api.console.session import (
     provide_agent,
     session_cookie,
 )
-from app.api.console.views import LOCALES, answer_view
+from app.api.console.views import answer_view
+from app.api.console.words import LANGUAGES, words
 from app.api.deps import answer_service
 from app.api.disconnect import until_disconnect
 from app.api.event_stream import event_stream
@@ -52,7 +53,6 @@ from app.errors import NotFound
 from app.settings import Settings
 
 log = structlog.get_logger("bill_assistant.console")
-WRONG_LOGIN = "Sign-in failed: the bank, username and password do not match an active agent."
 
 
 def signin_limits(settings: Settings) -> SigninLimits:
@@ -119,7 +119,7 @@ class ConsoleController(Controller):
         refuse_control_characters("tenant", tenant)
         refuse_control_characters("username", username)
         if not form_csrf_matches(form, request.cookies.get(LOGIN_CSRF_COOKIE)):
-            return sign_in_page(settings, status=403, error=CSRF_REFUSED, tenant=tenant, username=username)
+            return sign_in_page(settings, status=403, error=words()["errors"]["csrf"], tenant=tenant, username=username)
         client = client_address(request.scope) or "unknown"
         async with autocommit(db_engine) as conn:
             identity, outcome = await sign_in(
@@ -136,7 +136,9 @@ class ConsoleController(Controller):
                 client=client,
             )
             if identity is None:
-                return sign_in_page(settings, status=401, error=WRONG_LOGIN, tenant=tenant, username=username)
+                return sign_in_page(
+                    settings, status=401, error=words()["errors"]["wrong_login"], tenant=tenant, username=username
+                )
             token, _ = await start_session(conn, identity.agent_id, settings.security.console_session_ttl_s)
         # A new token at every sign-in: a token planted before it is worth nothing after.
         cookies = [session_cookie(settings, token), login_csrf_cookie(settings, None)]
@@ -193,14 +195,14 @@ class ConsoleController(Controller):
         refuse_control_characters("account_ref", account_ref)
         try:
             data = question_request(form, account_ref)
-        except msgspec.ValidationError as exc:
+        except msgspec.ValidationError:
             return await account_page(
                 answer_service(request).db,
                 agent,
                 account_ref,
                 question=field(form, "question"),
                 locale=field(form, "locale"),
-                error=f"The question was not asked: {exc}.",
+                error=words()["errors"]["question"],  # msgspec's reason is the API's, in English
                 status=400,
             )
         events, audit_id = await _conversation(request, agent, form, data)
@@ -247,4 +249,4 @@ class ConsoleController(Controller):
         if record is None:
             raise NotFound(f"answer {answer_id!r} not found")
         view = answer_view(record)
-        return console_page("answer.html", agent=agent, view=view, canonical=cached_from(record), locales=LOCALES)
+        return console_page("answer.html", agent=agent, view=view, canonical=cached_from(record), locales=LANGUAGES)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
@@ -10,40 +10,11 @@ import msgspec
 
 from app import locales
 from app.answers.schemas import SourceOut
+from app.api.console.words import say, words
 from app.api.waterfall import waterfall
 from app.data.audit import AnswerRecord
 from app.domain.facts import BillFacts, Driver
-from app.domain.reasons import Reason, Rule
-
-# The console speaks one language (its locale.json says "console": true); amounts and dates are
-# written its way in every tenant.
-LOCALE = locales.console()
-
-
-class _Names(Mapping[str, str]):
-    """Each locale's name as the console shows it, from its folder (app/locales.py): "简体中文 (Simplified Chinese)"."""
-
-    def __getitem__(self, locale: str) -> str:
-        if locale not in locales.registry():
-            raise KeyError(locale)
-        data = locales.data(locale)
-        return data.name if data.name == data.english_name else f"{data.name} ({data.english_name})"
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(locales.registry())
-
-    def __len__(self) -> int:
-        return len(locales.registry())
-
-
-LOCALES = _Names()
-# The console's words for a statement and an answer (prompts/locales/<LOCALE>/words.json "console"):
-# payment statuses, driver kinds, and why the deterministic answer was served, by the reason's rule
-# (app/answers/generation.py, app/domain/plan.py, app/domain/validation.py).
-_WORDS: dict[str, dict[str, str]] = locales.words(LOCALE)["console"]
-PAYMENT_STATUS = _WORDS["payment_status"]
-DRIVER_KIND = _WORDS["driver_kind"]
-FALLBACK_REASON: dict[Rule, str] = _WORDS["fallback_reason"]  # type: ignore[assignment]
+from app.domain.reasons import Reason
 
 
 class Line(msgspec.Struct, frozen=True, kw_only=True):
@@ -59,6 +30,7 @@ class StatementView(msgspec.Struct, frozen=True, kw_only=True):
     difference: str
     drivers: list[Line]
     payment_status: str
+    payment_code: str  # the status's code: the page's style for it
     paid_since: str
     outstanding: str
     minimum_due: str
@@ -87,49 +59,52 @@ class AnswerView(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _driver(driver: Driver) -> str:
-    kind = DRIVER_KIND[driver.kind]
+    kind = words()["driver_kind"][driver.kind]
     return f"{kind}: {driver.label}" if driver.label else kind
 
 
 def statement_view(facts: BillFacts) -> StatementView:
     s, previous, currency = facts.statement, facts.previous, facts.currency
+    # Amounts and dates are written the console's way, whatever the tenant's customers speak.
+    locale, w = locales.console(), words()
 
     def amount(value: Decimal, *, sign: bool = False) -> str:
-        return locales.money(value, currency, LOCALE, sign=sign)
+        return locales.money(value, currency, locale, sign=sign)
+
+    def period(start: date, end: date) -> str:
+        return say(w["time"]["period"], start=locales.day(start, locale), end=locales.day(end, locale))
 
     return StatementView(
-        period=f"{locales.day(s.period_start, LOCALE)} to {locales.day(s.period_end, LOCALE)}",
-        previous_period=f"{locales.day(previous.period_start, LOCALE)} to {locales.day(previous.period_end, LOCALE)}"
-        if previous
-        else None,
+        period=period(s.period_start, s.period_end),
+        previous_period=period(previous.period_start, previous.period_end) if previous else None,
         previous_balance=amount(facts.previous_balance),
         new_balance=amount(s.new_balance),
         difference=amount(facts.difference, sign=True),
         drivers=[Line(label=_driver(d), amount=amount(d.amount, sign=True)) for d in facts.drivers],
-        payment_status=PAYMENT_STATUS[facts.payment.status],
+        payment_status=w["payment_status"][facts.payment.status],
+        payment_code=facts.payment.status,
         paid_since=amount(facts.payment.paid_amount),
         outstanding=amount(facts.payment.outstanding),
         minimum_due=amount(s.minimum_due),
-        due_date=locales.day(s.due_date, LOCALE),
-        as_of=locales.day(facts.as_of, LOCALE),
+        due_date=locales.day(s.due_date, locale),
+        as_of=locales.day(facts.as_of, locale),
     )
 
 
 def milliseconds(ms: float) -> str:
-    return f"{ms:.2f} ms" if ms < 10 else f"{ms:,.1f} ms"
+    return say(words()["time"]["ms"], ms=f"{ms:.2f}" if ms < 10 else f"{ms:,.1f}")
 
 
 def _validation(record: AnswerRecord) -> str:
-    if record.source == "model":
-        return "Passed: every claim of the model's plan held against the facts, said in reviewed wordings"
-    if record.source == "cache":
-        return "Passed when first answered (served from the answer cache)"
+    said = words()["validation"]
+    if record.source != "fallback":
+        return str(said[record.source])
     try:
         reason = Reason.parse(record.fallback_reason or "")
     except ValueError:  # none, or a rule this version does not know: shown as stored
-        return f"Deterministic answer served: {record.fallback_reason or ''}"
-    why = FALLBACK_REASON[reason.rule]
-    return f"Deterministic answer served: {why}" + (f" ({reason.detail})" if reason.detail else "")
+        return say(said["fallback"], why=record.fallback_reason or "")
+    why = words()["fallback_reason"][reason.rule]
+    return say(said["fallback"], why=why) + (f" ({reason.detail})" if reason.detail else "")
 
 
 def _cached_share(record: AnswerRecord) -> str:
@@ -138,7 +113,8 @@ def _cached_share(record: AnswerRecord) -> str:
     if record.source == "cache" or not usage or not usage.get("prompt_tokens"):
         return "—"
     share = usage["cached_tokens"] / usage["prompt_tokens"]
-    return f"{share:.0%} ({usage['cached_tokens']} of {usage['prompt_tokens']} prompt tokens)"
+    said: str = words()["time"]["cached_share"]
+    return say(said, share=f"{share:.0%}", cached=usage["cached_tokens"], prompt=usage["prompt_tokens"])
 
 
 def _plan(record: AnswerRecord) -> str:
@@ -162,7 +138,7 @@ def answer_view(record: AnswerRecord) -> AnswerView:
         stages=[
             StageRow(
                 stage=b.stage,
-                label=b.label,
+                label=words()["stage"][b.stage],
                 starts=milliseconds(b.start_ms),
                 takes=milliseconds(b.duration_ms),
                 left=b.left,

@@ -6,16 +6,24 @@
  * - The queue of waiting conversations refreshes itself and its waiting times tick.
  * - A conversation's transcript grows as messages are written (its Server-Sent Events feed).
  * Customers' words are only ever set as text, never as HTML.
+ * Every word it says is the console locale's, which the page carries (base.html, data-words).
  */
 "use strict";
+
+const WORDS = JSON.parse(document.body.dataset.words);
+
+/* One of the words with its {slots} filled: say("Account {ref}", { ref: "A-1" }). */
+function say(text, slots) {
+  return text.replace(/\{(\w+)\}/g, (slot, name) => (name in slots ? String(slots[name]) : slot));
+}
 
 /* A wait as people say it: the same words as the server's (conversation_views.waited). */
 function waitedText(seconds) {
   const s = Math.max(0, Math.floor(seconds));
   const two = (n) => String(n).padStart(2, "0");
-  if (s < 60) return `${s} s`;
-  if (s < 3600) return `${Math.floor(s / 60)} min ${two(s % 60)} s`;
-  return `${Math.floor(s / 3600)} h ${two(Math.floor((s % 3600) / 60))} min`;
+  if (s < 60) return say(WORDS.time.seconds, { s });
+  if (s < 3600) return say(WORDS.time.minutes, { m: Math.floor(s / 60), s: two(s % 60) });
+  return say(WORDS.time.hours, { h: Math.floor(s / 3600), m: two(Math.floor((s % 3600) / 60)) });
 }
 
 /* Every element with data-waiting-s counts up from it, by the browser's clock (no skew to the server's). */
@@ -43,15 +51,12 @@ function tickWaits() {
   const details = document.getElementById("live-details");
   const submit = form.querySelector("button[type=submit]");
 
+  const said = WORDS.script;
+
   function refused(response) {
-    const wait = response.headers.get("Retry-After") || "a few";
-    switch (response.status) {
-      case 400: return "The question was not asked: check it and try again.";
-      case 403: return "The form was refused (its security token is stale): reload the page and ask again.";
-      case 429: return `This bank is asking faster than its limit allows: try again in ${wait} s.`;
-      case 503: return `The engine is busy: try again in ${wait} s.`;
-      default: return `The question was not answered (HTTP ${response.status}).`;
-    }
+    const s = response.headers.get("Retry-After") || said.a_few;
+    const known = said[`refused_${response.status}`];  // 400, 403, 429, 503
+    return known ? say(known, { s }) : say(said.refused, { status: response.status });
   }
 
   form.addEventListener("submit", async (event) => {
@@ -60,7 +65,7 @@ function tickWaits() {
     answer.textContent = "";
     note.textContent = "";
     details.hidden = true;
-    status.textContent = "Asking…";
+    status.textContent = said.asking;
     submit.disabled = true;
     try {
       const response = await fetch(form.dataset.stream, {
@@ -73,23 +78,25 @@ function tickWaits() {
         return;
       }
       for await (const { name, data } of window.BillAssistant.readEvents(response)) {
-        if (name === "facts") status.textContent = "Writing…";
+        if (name === "facts") status.textContent = said.writing;
         else if (name === "delta") answer.append(data.text);
         else if (name === "replace") {
           answer.textContent = data.text;
-          note.textContent = `The model's answer failed validation (${data.reason}); the deterministic answer replaced it.`;
+          const [rule, detail] = data.reason.split(/:(.*)/s);  // "rule:detail" (app/domain/reasons.py)
+          const why = WORDS.fallback_reason[rule] || rule;
+          note.textContent = say(said.replaced, { reason: detail ? `${why} (${detail})` : why });
         } else if (name === "final") {
           answer.textContent = data.explanation;
-          status.textContent = `Answered (source: ${data.source}).`;
+          status.textContent = say(said.answered, { source: WORDS.source[data.source] || data.source });
         } else if (name === "error") { // shown, but never audited: the agent must not rely on it
-          status.textContent = "Not saved: the database was lost before this answer was audited. Ask again.";
+          status.textContent = said.not_saved;
         } else if (name === "answer_page") {
           details.href = data.url;
           details.hidden = false;
         }
       }
     } catch {
-      status.textContent = "The connection was lost before the answer was complete.";
+      status.textContent = said.lost;
     } finally {
       submit.disabled = false;
     }
@@ -121,7 +128,7 @@ function tickWaits() {
       started.dateTime = item.started_at;
       started.textContent = item.started;
       tr.querySelector("button .visually-hidden").textContent =
-        ` conversation #${item.short} of ${item.customer_ref}, started ${item.started}`;
+        say(template.dataset.take, { short: item.short, customer: item.customer_ref, started: item.started });
       tr.querySelector(".first").textContent = item.first_question;
       tr.querySelector(".first").lang = item.locale;
       tr.querySelector(".last").lang = item.locale;
@@ -144,7 +151,7 @@ function tickWaits() {
     try {
       const response = await fetch(body.dataset.source, { headers: { Accept: "application/json" } });
       if (!response.ok || !response.headers.get("Content-Type")?.startsWith("application/json")) {
-        status.textContent = "The list could not be updated (signed out?): reload the page.";
+        status.textContent = WORDS.script.queue_signed_out;
         return;
       }
       const { waiting } = await response.json();
@@ -157,7 +164,7 @@ function tickWaits() {
       empty.hidden = waiting.length > 0;
       status.textContent = "";
     } catch {
-      status.textContent = "The list could not be updated: the connection was lost. Trying again…";
+      status.textContent = WORDS.script.queue_lost;
     }
   }
 
@@ -176,7 +183,6 @@ function tickWaits() {
   if (!list) return;
   const about = document.getElementById("about");
   const template = document.getElementById("message");
-  const roles = { customer: "Customer", assistant: "Assistant", agent: "Agent", system: "Notice" };
   let after = Number(list.dataset.after);
 
   const languages = JSON.parse(list.dataset.languages || "{}");
@@ -188,17 +194,17 @@ function tickWaits() {
     const lang = message.locale || list.dataset.locale;  // the language it was written or answered in
     li.classList.add(message.role);
     li.dataset.seq = String(message.seq);
-    li.querySelector(".who").textContent = (message.role === "agent" && message.agent_name) || roles[message.role];
+    li.querySelector(".who").textContent = (message.role === "agent" && message.agent_name) || WORDS.role[message.role];
     const time = li.querySelector("time");
     time.dateTime = message.created_at;
     time.textContent = new Date(message.created_at).toISOString().slice(11, 19);
-    li.querySelector(".in").textContent = `· in ${languages[lang] || lang}`;
+    li.querySelector(".in").textContent = say(template.dataset.in, { language: languages[lang] || lang });
     const audit = message.audit_id || message.answer_id;  // this request's own row, even for a cached answer
     if (audit) {
       const link = document.createElement("a");
       link.className = "audit";
       link.href = `/console/answers/${audit}`;
-      link.textContent = "audited answer";
+      link.textContent = template.dataset.audited;
       const span = document.createElement("span");
       span.className = "link";
       span.append("· ", link);

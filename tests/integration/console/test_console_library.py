@@ -72,7 +72,7 @@ async def test_a_draft_answers_once_another_agent_approves_it_and_every_version_
     ana = await fresh_session(client, bank.slug, "ana")  # ...and the route refuses it too
     refused = await client.post(approve, data={"csrf_token": ana}, follow_redirects=False)
     assert refused.status_code == 403
-    assert "approved by someone other than its author" in refused.text
+    assert "You wrote this draft: another agent approves it before it answers customers." in refused.text
     bo = await fresh_session(client, bank.slug, "bo")
     assert (await client.post(approve, data={"csrf_token": bo}, follow_redirects=False)).status_code == 303
     page = await client.get("/console/library/en/dispute-how")
@@ -91,7 +91,7 @@ async def test_a_refused_edit_says_why_and_keeps_what_was_written(client: Any, b
     edit = {"csrf_token": csrf, "title": " ", "body": NEW, "tags": "", "questions": ""}
     refused = await client.post("/console/library/en/dispute-how/drafts", data=edit, follow_redirects=False)
     assert refused.status_code == 422
-    assert 'role="alert">the article: title: Expected `str` of length &gt;= 1' in refused.text
+    assert 'role="alert">The draft was not saved: the article: title: Expected `str` of length &gt;= 1' in refused.text
     assert NEW in refused.text
 
 
