@@ -3,12 +3,13 @@ the folders register: adding a folder adds a locale, and nothing else in the ser
 
 A folder holds what its locale says: `locale.json` (its name, how its sentences join, how it writes
 amounts and dates, whether the console or the model speaks it), `words.json` (the chat widget's and
-the demo page's strings), the answers' templates (`claims.j2`, `fallback/`, `macros.j2`,
-`conversation.j2`), its search words (`search.json`, `pii.json`), the words a question is understood
-by (`lexicon.json`, its script among them) and a sentence is checked by (`validation.json`), and its
-customers' demo data and generated questions (`demo.json`, `traffic.json`, read through `read` by
-app/demo.py and app/replay/traffic.py). The files are read here, at the edge; the domain is handed
-plain data (`formatting.Style`, `Lexicon`, `validation.Checks`).
+the demo page's strings, and all the console says where it speaks this locale), the answers'
+templates (`claims.j2`, `fallback/`, `macros.j2`, `conversation.j2`), its search words
+(`search.json`, `pii.json`), the words a question is understood by (`lexicon.json`, its script among
+them) and a sentence is checked by (`validation.json`), and its customers' demo data and generated
+questions (`demo.json`, `traffic.json`, read through `read` by app/demo.py and app/replay/traffic.py).
+The files are read here, at the edge; the domain is handed plain data (`formatting.Style`,
+`Lexicon`, `validation.Checks`).
 `use()` points the process at another folder of locales (the tests' generated pseudo-locale,
 tests/pseudo_locale.py); the service reads no variable of its own here (its settings: app/settings/)."""
 
@@ -174,7 +175,7 @@ def day(value: date, locale: str) -> str:
 
 @functools.cache
 def words(locale: str) -> dict[str, Any]:
-    """What a locale's screens say (`words.json`): the widget's strings, the demo page's."""
+    """What a locale's screens say (`words.json`): the widget's, the demo page's and the console's."""
     data(locale)
     decoded: dict[str, Any] = msgspec.json.decode((_root / locale / "words.json").read_bytes())
     return decoded

@@ -130,8 +130,9 @@ def template(source: str) -> str:
     return "".join(_tag(part) if _TAG.fullmatch(part) else pseudo(part) for part in _TAG.split(source))
 
 
-def write(root: Path) -> Path:
-    """Every locale of the service and en-XA beside them, in `root` (a fresh folder)."""
+def write(root: Path, *, console: bool = False) -> Path:
+    """Every locale of the service and en-XA beside them, in `root` (a fresh folder); with `console`,
+    en-XA is the locale the console speaks instead of en."""
     for folder in locales.DEFAULT_ROOT.iterdir():
         shutil.copytree(folder, root / folder.name)
     target = root / PSEUDO
@@ -151,12 +152,15 @@ def write(root: Path) -> Path:
         elif path.name == "locale.json":
             data = json.loads(path.read_text(encoding="utf-8"))
             data.update(name=bracketed(data["name"]))
-            data.update(default=False, console=False, model=False)  # en's own roles stay en's
+            data.update(default=False, console=console, model=False)  # en's other roles stay en's
             data["formatting"]["months"] = [pseudo(m) for m in data["formatting"]["months"]]
             data["canonical"] = {intent: pseudo(q) for intent, q in data.get("canonical", {}).items()}
             out.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
         else:
             shutil.copyfile(path, out)
+    if console:
+        own = root / SOURCE / "locale.json"
+        own.write_text(json.dumps({**json.loads(own.read_text(encoding="utf-8")), "console": False}), encoding="utf-8")
     return root
 
 
@@ -169,9 +173,10 @@ def english_words(text: str, allowed: tuple[str, ...] = ()) -> list[str]:
 
 
 @contextlib.contextmanager
-def pseudo_locales(folder: Path) -> Iterator[Path]:
-    """The service reads its locales, en-XA among them, from `folder` while this lasts."""
-    write(folder)
+def pseudo_locales(folder: Path, *, console: bool = False) -> Iterator[Path]:
+    """The service reads its locales, en-XA among them, from `folder` while this lasts (with
+    `console`, the console speaks en-XA)."""
+    write(folder, console=console)
     locales.use(folder)
     try:
         yield folder

@@ -70,6 +70,13 @@ class ArticleForm(msgspec.Struct, frozen=True, kw_only=True):
         return article_from(fields, "the article")
 
 
+def _who(name: str) -> str:
+    """Who wrote or approved a version: an agent's username as it is; the library's own names for a
+    library file's import and the bank's pipeline (app/data/knowledge.py) in the console's words."""
+    said = words()["page"]["article"]
+    return {knowledge.IMPORTED_BY: said["imported"], knowledge.PIPELINE: said["pipeline"]}.get(name, name)
+
+
 async def _article_page(
     db: AsyncEngine,
     agent: ConsoleSession,
@@ -95,6 +102,7 @@ async def _article_page(
         form=posted or ArticleForm.of(newest),
         error=error,
         locales=LANGUAGES,
+        who=_who,
     )
 
 

@@ -1,0 +1,158 @@
+"""The console speaks the locale whose folder says so ("console": true), and nothing else: with en-XA,
+the generated pseudo-locale (tests/pseudo_locale.py), as the console's locale, an agent signs in (once
+wrongly), watches the queue fill as a customer asks for a person, takes the conversation and reads
+what the customer writes next as it arrives, replies, finds the customer, reads the account, asks
+about it (the answer streams in through console.js), reads the audited answer, the help library and an
+article, and a page that is not there. On every page no word is plain English but the data: names,
+references, merchants, the bank's own article, what was typed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.async_api import Browser, Page, expect
+
+from app import locales
+from app.domain.knowledge import ArticleIn
+from app.settings import Settings
+from tests.console import PASSWORD
+from tests.pseudo_locale import PSEUDO, english_words, pseudo_locales
+from tests.servers import Serve
+
+ARTICLE = ArticleIn(
+    id="dispute-how",
+    locale="en",
+    title="Disputing a charge",
+    body="To dispute a charge, open it in the app and choose Dispute.",
+    tags=["interest"],
+    questions=["how do I dispute a charge"],
+)
+pytestmark = pytest.mark.bank(agents=("ana",), library=(ARTICLE,))
+QUESTION = "Why is my bill higher than last month?"
+REPLY = "Let me look."
+# What the console shows as it is, in any language: the customer, her card and its merchants, the
+# agent, the bank's article, what the agent typed, and en's own name (beside the console's name for it).
+DATA = (
+    "Ann Lee",
+    "C-1001",
+    "A-1",
+    "EUR",
+    "City Gym",
+    "FreshMart",
+    "Ana Agent",
+    ARTICLE.id,
+    ARTICLE.title,
+    ARTICLE.body,
+    *ARTICLE.tags,
+    QUESTION,
+    REPLY,
+    locales.data("en").name,
+)
+
+
+@pytest.fixture
+def console_in_pseudo(tmp_path: Path) -> Iterator[Path]:
+    with pseudo_locales(tmp_path / "locales", console=True) as folder:
+        yield folder
+
+
+async def page_text(page: Page) -> str:
+    """All a page says: its title, its visible text (screen-reader-only text too), and its labels."""
+    text: str = await page.evaluate(
+        """() => [document.title, document.body.innerText,
+                  ...[...document.querySelectorAll("[aria-label], [placeholder], [title]")].flatMap(
+                      (node) => [node.getAttribute("aria-label"), node.getAttribute("placeholder"), node.title])
+                 ].filter(Boolean).join("\\n")"""
+    )
+    return text
+
+
+async def says_no_english(page: Page, *data: str) -> None:
+    found = english_words(await page_text(page), (*DATA, *data))
+    assert found == [], (page.url, found)
+
+
+async def test_in_the_pseudo_locale_every_console_page_passes_through_the_locale(
+    browser: Browser, served: Serve, bank: Any, console_in_pseudo: Path
+) -> None:
+    server = served(
+        Settings.from_env(
+            {"ENGINE": "off", "COOKIE_SECURE": "0", "BATCH_WORKER": "0", "DEMO_PAGE": "1", "API_KEY_CACHE_TTL": "0"}
+        )
+    )
+    w, widget = locales.words(PSEUDO)["console"], locales.words(PSEUDO)["widget"]
+    agent = await (await browser.new_context(viewport={"width": 1280, "height": 900})).new_page()
+    customer = await (await browser.new_context(viewport={"width": 1280, "height": 900})).new_page()
+
+    # Signing in, once with a wrong password.
+    await agent.goto(f"{server.url}/console")
+    await expect(agent.locator("html")).to_have_attribute("lang", PSEUDO)
+    await agent.locator("#tenant").fill(bank.slug)
+    await agent.locator("#username").fill("ana")
+    await agent.locator("#password").fill("not the password")
+    await agent.locator("button[type=submit]").click()
+    await expect(agent.get_by_role("alert")).to_have_text(w["errors"]["wrong_login"])
+    await says_no_english(agent, f"Bank {bank.slug}")
+    await agent.locator("#password").fill(PASSWORD)
+    await agent.locator("button[type=submit]").click()
+    await expect(agent.get_by_role("heading", level=1)).to_have_text(w["page"]["find"])
+    await says_no_english(agent, f"Bank {bank.slug}")
+
+    # The queue, empty, then filled by its script as the customer asks for a person.
+    await agent.goto(f"{server.url}/console/queue")
+    await expect(agent.locator("#queue-empty")).to_have_text(w["page"]["queue"]["empty"])
+    await says_no_english(agent, f"Bank {bank.slug}")
+    await customer.goto(f"{server.url}/demo?bank={bank.slug}&customer=C-1001&locale={PSEUDO}")
+    await expect(customer.locator("select")).to_have_value("A-1")
+    await customer.get_by_role("button", name=widget["suggested"][0]).click()
+    await expect(customer.locator(".msg.assistant .answer[aria-busy=false]")).to_have_count(1)
+    await customer.get_by_role("button", name=widget["followUps"][2]).click()
+    await expect(customer.locator(".banner")).to_be_visible()
+    row = agent.locator("#queue tr")
+    await expect(row).to_have_count(1, timeout=10_000)
+    await expect(row.locator(".reason")).to_have_text(w["handover_reason"]["requested"])
+    await says_no_english(agent, f"Bank {bank.slug}")
+
+    # The conversation: taken, the customer's next message arriving through the feed, a reply.
+    await row.get_by_role("button").click()
+    title = w["page"]["conversation"]["title"].replace("{customer}", "C-1001")
+    await expect(agent.get_by_role("heading", level=1)).to_have_text(title)
+    await says_no_english(agent, f"Bank {bank.slug}")
+    shown = await agent.locator("#transcript li").count()
+    await customer.locator("textarea").fill(widget["suggested"][1])
+    await customer.locator("textarea").press("Enter")
+    await expect(agent.locator("#transcript li")).to_have_count(shown + 1)
+    await says_no_english(agent, f"Bank {bank.slug}")
+    await agent.locator("#text").fill(REPLY)
+    await agent.locator("form.stack button[type=submit]").click()
+    await expect(agent.locator("#transcript li.agent")).to_contain_text(REPLY)
+    await says_no_english(agent, f"Bank {bank.slug}")
+
+    # Finding the customer, her account, a question streamed and its audited answer.
+    await agent.goto(f"{server.url}/console?q=C-1001")
+    await expect(agent.locator("ul.customers li")).to_have_count(2)  # Ann, and her one account
+    await says_no_english(agent, f"Bank {bank.slug}")
+    await agent.goto(f"{server.url}/console/accounts/A-1")
+    await says_no_english(agent, f"Bank {bank.slug}")
+    await agent.locator("#question").fill(QUESTION)
+    await agent.locator("#locale").select_option(PSEUDO)
+    await agent.locator("form[data-stream] button[type=submit]").click()
+    await expect(agent.locator("#live-details")).to_be_visible()
+    await says_no_english(agent, f"Bank {bank.slug}")
+    await agent.locator("#live-details").click()
+    await expect(agent.locator("#source")).to_have_text(w["source"]["fallback"])
+    await says_no_english(agent, f"Bank {bank.slug}")
+
+    # The help library, an article, and a page that is not there.
+    await agent.goto(f"{server.url}/console/library")
+    await says_no_english(agent, f"Bank {bank.slug}")
+    await agent.goto(f"{server.url}/console/library/en/{ARTICLE.id}")
+    await says_no_english(agent, f"Bank {bank.slug}")
+    response = await agent.goto(f"{server.url}/console/accounts/B-404")
+    assert response is not None
+    assert response.status == 404
+    await expect(agent.get_by_role("alert")).to_have_text(w["errors"]["not_found_message"])
+    await says_no_english(agent, f"Bank {bank.slug}")
