@@ -9,6 +9,7 @@ from typing import Any, get_args
 
 import pytest
 
+from app import locales
 from app.api.console.views import answer_view
 from app.api.console.words import words
 from app.api.waterfall import STAGES
@@ -62,6 +63,23 @@ def test_the_console_words_name_every_code(key: str, codes: Any) -> None:
 def test_a_stored_reason_shows_its_rule_label_and_detail() -> None:
     view = answer_view(record("fallback", "unslotted_figure:12.00"))
     assert view.validation == "Deterministic answer served: a sentence wrote a figure or date outside its slot (12.00)"
+
+
+def test_every_locale_can_be_the_consoles() -> None:
+    """Each locale folder holds all the console says, so a bank can have its console speak any (the
+    names it has for other languages may lag a new locale's folder: that one shows its own name)."""
+
+    def keys(value: Any, path: str = "") -> set[str]:
+        if path == "/language_names":
+            return set()
+        if isinstance(value, dict):
+            return {k for name, v in value.items() for k in keys(v, f"{path}/{name}")}
+        return {path}
+
+    console = keys(words())
+    assert {name: keys(locales.words(name)["console"]) == console for name in locales.locales()} == {
+        name: True for name in locales.locales()
+    }
 
 
 def test_a_reason_without_detail_shows_the_label_alone() -> None:

@@ -73,7 +73,7 @@ class ArticleForm(msgspec.Struct, frozen=True, kw_only=True):
 def _who(name: str) -> str:
     """Who wrote or approved a version: an agent's username as it is; the library's own names for a
     library file's import and the bank's pipeline (app/data/knowledge.py) in the console's words."""
-    said = words()["page"]["article"]
+    said: dict[str, str] = words()["page"]["article"]
     return {knowledge.IMPORTED_BY: said["imported"], knowledge.PIPELINE: said["pipeline"]}.get(name, name)
 
 
