@@ -8,6 +8,7 @@ from litestar.di import NamedDependency
 from litestar.response import Template
 
 from app.api.console.pages import SECURITY_HEADERS
+from app.api.console.words import page_context
 from app.settings import PROJECT_ROOT, Settings
 
 FAVICON = (PROJECT_ROOT / "app" / "web" / "static" / "favicon.svg").read_bytes()
@@ -15,8 +16,9 @@ FAVICON = (PROJECT_ROOT / "app" / "web" / "static" / "favicon.svg").read_bytes()
 
 @get("/", include_in_schema=False, sync_to_thread=False)
 def home(settings: NamedDependency[Settings]) -> Template:
-    """Links only: the demo (when on), the console, the API reference; under the console pages' CSP."""
-    return Template("home.html", context={"demo": settings.demo.page}, headers=SECURITY_HEADERS)
+    """Links only: the demo (when on), the console, the API reference; in the console's language, under
+    its pages' CSP."""
+    return Template("home.html", context=page_context() | {"demo": settings.demo.page}, headers=SECURITY_HEADERS)
 
 
 @get("/favicon.ico", include_in_schema=False, sync_to_thread=False)

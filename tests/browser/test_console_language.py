@@ -1,10 +1,11 @@
 """The console speaks the locale whose folder says so ("console": true), and nothing else: with en-XA,
-the generated pseudo-locale (tests/pseudo_locale.py), as the console's locale, an agent signs in (once
-wrongly), watches the queue fill as a customer asks for a person, takes the conversation and reads
-what the customer writes next as it arrives, replies, finds the customer, reads the account, asks
-about it (the answer streams in through console.js), reads the audited answer, the help library and an
-article, and a page that is not there. On every page no word is plain English but the data: names,
-references, merchants, the bank's own article, what was typed."""
+the generated pseudo-locale (tests/pseudo_locale.py), as the console's locale, an agent comes from
+the service's front page, signs in (once wrongly), watches the queue fill as a customer asks for a
+person, takes the conversation and reads what the customer writes next as it arrives, replies, finds
+the customer, reads the account, asks about it (the answer streams in through console.js), reads the
+audited answer, the help library and an article, and a page that is not there. On every page no
+word is plain English but the data: names, references, merchants, the bank's own article, what was
+typed."""
 
 from __future__ import annotations
 
@@ -87,8 +88,11 @@ async def test_in_the_pseudo_locale_every_console_page_passes_through_the_locale
     agent = await (await browser.new_context(viewport={"width": 1280, "height": 900})).new_page()
     customer = await (await browser.new_context(viewport={"width": 1280, "height": 900})).new_page()
 
-    # Signing in, once with a wrong password.
-    await agent.goto(f"{server.url}/console")
+    # The service's front page, then signing in, once with a wrong password.
+    await agent.goto(f"{server.url}/")
+    await expect(agent.locator("html")).to_have_attribute("lang", PSEUDO)
+    await says_no_english(agent)
+    await agent.get_by_role("link", name=w["home"]["console_link"]).click()
     await expect(agent.locator("html")).to_have_attribute("lang", PSEUDO)
     await agent.locator("#tenant").fill(bank.slug)
     await agent.locator("#username").fill("ana")

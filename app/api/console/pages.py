@@ -14,10 +14,9 @@ from litestar.response import Redirect, Template
 from litestar.types import ExceptionHandlersMap
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app import locales
 from app.api.console.session import PATH, LoginRequired, login_csrf_cookie
 from app.api.console.views import statement_view
-from app.api.console.words import LANGUAGES, fill, say, stamp, words
+from app.api.console.words import LANGUAGES, page_context, say, words
 from app.conversations.values import NotYours
 from app.data.agents import ConsoleSession
 from app.data.audit import recent_answers
@@ -49,7 +48,7 @@ def console_page(
 ) -> Template:
     return Template(
         f"console/{name}",
-        context={"w": words(), "fill": fill, "stamp": stamp, "lang": locales.console(), **context},
+        context=page_context() | context,
         status_code=status,
         headers=SECURITY_HEADERS | (headers or {}),
         cookies=cookies,

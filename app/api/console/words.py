@@ -20,6 +20,12 @@ def words() -> dict[str, Any]:
     return found
 
 
+def page_context() -> dict[str, Any]:
+    """What every page in the console's language is rendered with: its words, their `fill` and
+    `stamp`, and its `lang`."""
+    return {"w": words(), "fill": fill, "stamp": stamp, "lang": locales.console()}
+
+
 def say(text: str, **slots: object) -> str:
     """A sentence of the words with its slots filled: "Account {ref}" -> "Account A-1"."""
     return text.format_map(slots)
