@@ -60,7 +60,7 @@ class AnswerView(msgspec.Struct, frozen=True, kw_only=True):
 
 def _driver(driver: Driver) -> str:
     kind = words()["driver_kind"][driver.kind]
-    return f"{kind}: {driver.label}" if driver.label else kind
+    return say(words()["driver_line"], kind=kind, label=driver.label) if driver.label else kind
 
 
 def statement_view(facts: BillFacts) -> StatementView:
@@ -113,7 +113,7 @@ def _cached_share(record: AnswerRecord) -> str:
     if record.source == "cache" or not usage or not usage.get("prompt_tokens"):
         return "—"
     share = usage["cached_tokens"] / usage["prompt_tokens"]
-    said: str = words()["time"]["cached_share"]
+    said: str = words()["page"]["answer"]["cached_share"]
     return say(said, share=f"{share:.0%}", cached=usage["cached_tokens"], prompt=usage["prompt_tokens"])
 
 

@@ -41,9 +41,9 @@ class _Names(Mapping[str, str]):
     "简体中文 (Simplified Chinese)"; a locale the console's words do not name, by its own only."""
 
     def __getitem__(self, locale: str) -> str:
-        own = locales.data(locale).name if locale in locales.registry() else None
-        if own is None:
+        if locale not in locales.registry():
             raise KeyError(locale)
+        own = locales.data(locale).name
         theirs = words()["language_names"].get(locale, own)
         return own if theirs == own else f"{own} ({theirs})"
 
