@@ -221,7 +221,7 @@ async def test_an_unreadable_account_is_422_for_that_account_only(database_url: 
         assert (await sign_in(client, unreadable_bank.slug)).status_code == 303
         page = await client.get("/console/accounts/B-1")
         assert page.status_code == 422
-        assert "account &#39;B-1&#39; has stored data that cannot be read" in page.text
+        assert "This account&#39;s stored data cannot be read" in page.text
         assert (await client.get("/console/accounts/A-1")).status_code == 200
 
 
