@@ -18,7 +18,7 @@ from app.domain.knowledge import LibraryError, parse_library
 from app.domain.understanding import language_of, understand
 from app.errors import ImportRejected
 from app.eval.keyfields import direction_findings, status_claims
-from tests.locale_literals import offenders
+from tests.locale_literals import offenders, template_words
 
 
 @pytest.fixture
@@ -89,6 +89,21 @@ def test_a_language_is_told_by_the_locales_scripts(greek: Path) -> None:
 
 def test_no_module_says_a_locales_words_or_names_a_locale() -> None:
     assert offenders() == {}
+
+
+def test_no_page_template_says_words_of_its_own() -> None:
+    """The console's pages, the front page and the demo page say only their locale's words."""
+    assert template_words() == {}
+
+
+def test_a_template_that_says_words_of_its_own_is_found(tmp_path: Path) -> None:
+    (tmp_path / "page.html").write_text(
+        '{# a comment may #}<h1 class="x">{{ w.title }}</h1>\n<button aria-label="Close">×</button>\n'
+        "<p>{% if q %}{{ fill(w.none, q=q) }}{% else %}Nothing found{% endif %}</p><script>let a = 1;</script>",
+        encoding="utf-8",
+    )
+    (tmp_path / "quiet.html").write_text('<a href="/x" lang="{{ lang }}">{{ w.x }}</a> · #{{ n }}', encoding="utf-8")
+    assert template_words(tmp_path) == {"page.html": ["Close", "Nothing", "found"]}
 
 
 def test_a_module_that_says_a_locales_words_or_names_one_is_found(tmp_path: Path) -> None:
