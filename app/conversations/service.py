@@ -12,6 +12,7 @@ from datetime import timedelta
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from app import locales
 from app.answers.schemas import ExplanationResponse
 from app.conversations.recording import record_turn
 from app.conversations.threads import thread_of
@@ -120,7 +121,8 @@ class ConversationService:
             refused = refusal(await conversations.pace(conn, tenant_id, cid), caps, len(question))
             if refused is not None:
                 return refused
-            locale = language_of(question) or found.locale
+            # Said the way the conversation says that language ("en" in an "en-XA" conversation is "en-XA").
+            locale = locales.closest(found.locale, language_of(question)) or found.locale
             seq = await conversations.append(
                 conn, tenant_id, cid, "customer", question, locale=locale, account_ref=account_ref
             )
@@ -160,7 +162,7 @@ class ConversationService:
         async with connection(self.db, transaction=True) as conn:
             found = await _found(conn, agent.tenant_id, cid)
             _check_mine(found, agent)
-            locale = language_of(said) or found.locale
+            locale = locales.closest(found.locale, language_of(said)) or found.locale
             seq = await conversations.append(
                 conn, agent.tenant_id, cid, "agent", said, locale=locale, agent_id=agent.agent_id
             )
