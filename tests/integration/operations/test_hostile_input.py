@@ -125,6 +125,10 @@ async def test_an_oversized_body_is_a_413(app_client: Client, bank: Any) -> None
     }
 
 
+# The console's page for them, in its words (the log keeps the service's reason, naming the field).
+REFUSED = "Refused: what was sent, or the page&#39;s address, holds characters the console does not accept"
+
+
 @pytest.mark.bank(agents=("ana",))
 async def test_the_console_refuses_control_characters_in_the_search_and_the_account_path(
     app_client: Client, bank: Any
@@ -132,15 +136,15 @@ async def test_the_console_refuses_control_characters_in_the_search_and_the_acco
     csrf = await signed_in(app_client, bank.slug)
     r = await app_client.get("/console?q=a%00b")
     assert r.status_code == 400
-    assert "q: must not contain control characters" in r.text
+    assert REFUSED in r.text
     r = await app_client.get("/console/accounts/A%00")
     assert r.status_code == 400
-    assert "account_ref: must not contain control characters" in r.text
+    assert REFUSED in r.text
     r = await app_client.post(
         "/console/accounts/A%00/answers", data={"csrf_token": csrf, "question": "Why?"}, follow_redirects=False
     )
     assert r.status_code == 400
-    assert "account_ref: must not contain control characters" in r.text
+    assert REFUSED in r.text
 
 
 @pytest.mark.bank(agents=("ana",))
@@ -152,7 +156,7 @@ async def test_the_console_sign_in_refuses_control_characters_in_the_bank_and_th
         data = {"csrf_token": csrf_of(form), "tenant": bank.slug, "username": "ana", "password": PASSWORD}
         r = await app_client.post("/console/login", data=data | {field: value}, follow_redirects=False)
         assert r.status_code == 400
-        assert f"{field}: must not contain control characters" in r.text
+        assert REFUSED in r.text
 
 
 # The properties: arbitrary text (NUL and every control character included), arbitrary JSON shapes
