@@ -20,6 +20,7 @@ from app.settings import Settings
 from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, GOOD_SHOWN, plan
 from bench.fakes.sglang_server import RunningFake, Script
 from tests.browser.helpers import screenshot
+from tests.chat_streams import BAD
 from tests.console import sign_in_page
 from tests.factories import account, customer, document, tx
 from tests.servers import Serve, ThreadedServer
@@ -138,6 +139,27 @@ async def test_an_agent_asks_and_reads_the_answers_waterfall(
     await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     await page.goto(f"{server.url}/console/accounts/A-1")
     await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+
+
+async def test_an_answer_refused_as_it_streams_is_replaced_and_the_agent_is_told_why(
+    page: Page, server: ThreadedServer, bank: Any, fake_sglang: RunningFake
+) -> None:
+    """The model's plan says Ann has paid; she has not. What was said before it stands, the rest is the
+    deterministic answer, and the page says which rule refused the model, in the console's words."""
+    fake_sglang.fake.default = Script(text=BAD)
+    await sign_in_page(page, server.url, bank.slug)
+    await page.goto(f"{server.url}/console/accounts/A-1")
+    await page.get_by_label("Question, as the customer put it").fill("Why is my bill higher than last month?")
+    await page.get_by_role("button", name="Ask").click()
+    await expect(page.locator("#live-status")).to_have_text("Answered (source: fallback).")
+    # The rule in the console's words, then its detail as the audit row keeps it (diagnostic text).
+    await expect(page.locator("#live-note")).to_have_text(
+        re.compile(
+            r"^The model's answer failed validation \(the model stated a payment status the facts do not"
+            r" \(paid, the facts say \w+\)\); the deterministic answer replaced it\.$"
+        )
+    )
+    await expect(page.locator("#live-details")).to_be_visible()
 
 
 async def test_a_wrong_password_is_refused_with_a_message(page: Page, server: ThreadedServer, bank: Any) -> None:
