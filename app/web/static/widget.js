@@ -689,7 +689,8 @@
             if (!reply.note.textContent && data.source !== "fallback") reply.note.textContent = t.checked;
             reply.note.hidden = !reply.note.textContent || Boolean(data.choices?.length || data.handover);
             if (data.locale) reply.node.lang = data.locale;
-            status.textContent = t.ready;
+            // The feed may have said a person has it before this stream's end came: no answer's status then.
+            status.textContent = state === "bot" ? t.ready : "";
             scrollDown();
           } else if (name === "turn") {
             known(data.customer_seq, mine);
