@@ -107,53 +107,50 @@ def _to_login(request: Request, exc: LoginRequired) -> Response[Any]:  # type: i
     return Redirect(f"{PATH}/login", status_code=303)
 
 
-def _error(status: int, title: str, message: str, headers: dict[str, str] | None = None) -> Template:
-    return console_page("error.html", status=status, headers=headers, title=title, message=message)
+def _error(status: int, title: str, message: str, headers: dict[str, str] | None = None, **slots: object) -> Template:
+    """An error page: `title` and `message` are keys of the console's error words, the message's slots filled."""
+    said = words()["errors"]
+    return console_page(
+        "error.html", status=status, headers=headers, title=said[title], message=say(said[message], **slots)
+    )
 
 
 # Each error page says its case in the console's words; the service's own reason (in English, for
 # developers) goes to the log, not to the page.
 def _http_error(request: Request, exc: HTTPException) -> Response[Any]:  # type: ignore[type-arg]
-    said = words()["errors"]
-    if exc.status_code == 403:
-        # The one refusal the console raises itself is a form's stale token, said in its words.
-        return _error(403, said["refused"], exc.detail)
+    if exc.status_code == 403:  # the one refusal the console raises itself: a form's stale token (forms.py)
+        return _error(403, "refused", "csrf")
     if exc.status_code == 404:
-        return _error(404, said["not_found"], said["not_found_message"])
+        return _error(404, "not_found", "not_found_message")
     log.info("console_error", status=exc.status_code, detail=exc.detail)
     if exc.status_code == 400:  # a form's bytes or characters (app/api/body.py)
-        return _error(400, said["not_sent"], said["bad_form"])
-    return _error(exc.status_code, said["wrong"], said["wrong_message"])
+        return _error(400, "not_sent", "bad_form")
+    return _error(exc.status_code, "wrong", "wrong_message")
 
 
 def _not_found(request: Request, exc: NotFound) -> Response[Any]:  # type: ignore[type-arg]
-    said = words()["errors"]
-    return _error(404, said["not_found"], said["not_found_message"])
+    return _error(404, "not_found", "not_found_message")
 
 
 def _shed(request: Request, exc: Shed) -> Response[Any]:  # type: ignore[type-arg]
     """429 (this bank's rate) or 503 (overloaded, shutting down), with Retry-After, as a page."""
-    retry, said = max(1, int(exc.retry_after_s)), words()["errors"]
-    message = say(said["shed_429"] if exc.status == 429 else said["shed_503"], s=retry)
-    return _error(exc.status, said["busy"], message, headers={"Retry-After": str(retry)})
+    retry = max(1, int(exc.retry_after_s))
+    return _error(exc.status, "busy", f"shed_{exc.status}", headers={"Retry-After": str(retry)}, s=retry)
 
 
 def _database_unavailable(request: Request, exc: DatabaseUnavailable) -> Response[Any]:  # type: ignore[type-arg]
     log.warning("database unavailable", cause=repr(exc.__cause__))
-    said = words()["errors"]
-    message = say(said["database"], s=exc.retry_after_s)
-    return _error(503, said["unavailable"], message, headers={"Retry-After": str(exc.retry_after_s)})
+    retry = exc.retry_after_s
+    return _error(503, "unavailable", "database", headers={"Retry-After": str(retry)}, s=retry)
 
 
 def _not_yours(request: Request, exc: NotYours) -> Response[Any]:  # type: ignore[type-arg]
-    said = words()["errors"]
-    return _error(403, said["refused"], said["not_yours"])
+    return _error(403, "refused", "not_yours")
 
 
 def _unreadable_data(request: Request, exc: UnreadableData) -> Response[Any]:  # type: ignore[type-arg]
     log.warning("console_error", status=422, detail=str(exc))
-    said = words()["errors"]
-    return _error(422, said["unreadable"], said["unreadable_message"])
+    return _error(422, "unreadable", "unreadable_message")
 
 
 # The console's errors are pages too (the API's are JSON): a lapsed session goes to the sign-in page.

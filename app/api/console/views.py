@@ -96,15 +96,15 @@ def milliseconds(ms: float) -> str:
 
 
 def _validation(record: AnswerRecord) -> str:
-    said = words()["validation"]
+    w = words()
     if record.source != "fallback":
-        return str(said[record.source])
+        return str(w["validation"][record.source])
     try:
         reason = Reason.parse(record.fallback_reason or "")
     except ValueError:  # none, or a rule this version does not know: shown as stored
-        return say(said["fallback"], why=record.fallback_reason or "")
-    why = words()["fallback_reason"][reason.rule]
-    return say(said["fallback"], why=why) + (f" ({reason.detail})" if reason.detail else "")
+        return say(w["validation"]["fallback"], why=record.fallback_reason or "")
+    why = w["fallback_reason"][reason.rule]
+    return say(w["validation"]["fallback"], why=why) + (f" ({reason.detail})" if reason.detail else "")
 
 
 def _cached_share(record: AnswerRecord) -> str:
