@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hashlib import blake2b
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +98,7 @@ def test_a_ref_may_hold_inner_spaces() -> None:
     assert parse(msgspec.json.encode(doc)).customers[0].accounts[0].transactions[0].ref == "T 1"
 
 
-def _sieved(data: bytes, last: set[bytes] | None, chunk: int = 7) -> tuple[bytes, Sieve]:
+def _sieved(data: bytes, last: set[int] | None, chunk: int = 7) -> tuple[bytes, Sieve]:
     """The bytes a sieve sends for a file read `chunk` bytes at a time (lines cut anywhere)."""
     sieve = Sieve(last)
     sent = b"".join(sieve.feed(data[i : i + chunk]) for i in range(0, len(data), chunk)) + sieve.feed(b"")
@@ -112,19 +113,25 @@ def test_a_record_is_a_line_or_the_lines_of_an_open_quoted_field() -> None:
     assert records.spans_lines
 
 
-def test_a_sieve_sends_the_lines_not_among_the_last_loads_numbered_by_their_line() -> None:
+@pytest.mark.parametrize("chunk", [7, 1 << 20], ids=["lines cut anywhere", "one chunk"])
+def test_a_sieve_sends_the_lines_not_among_the_last_loads_numbered_by_their_line(chunk: int) -> None:
     first = b"ref,amount\nT-1,1.00\nT-2,2.00\nT-3,3.00\n"
-    sent, sieve = _sieved(first, None)
+    sent, sieve = _sieved(first, None, chunk)
     assert sent == first  # a first load: every line, as it is
     remembered = sieve.remembered()
     assert remembered is not None
     last = last_digests(remembered, b"ref,amount")
     assert last is not None
     assert last_digests(remembered, b"amount,ref") is None  # another header: nothing is known
+    # An earlier form (blake2b-128 per line) is not read as this one: the file is loaded in full.
+    earlier = b"".join(blake2b(line, digest_size=16).digest() for line in first.splitlines())
+    assert last_digests(earlier, b"ref,amount") is None
+    assert last_digests(remembered[:-3], b"ref,amount") is None
 
     nightly = b"ref,amount\nT-1,1.00\nT-2,2.50\nT-3,3.00\nT-1,1.00\nT-4,4.00"
-    sent, sieve = _sieved(nightly, last)
-    # T-2 changed (line 3), T-1 again (line 5: a last load's line counts once), T-4 new (line 6).
+    sent, sieve = _sieved(nightly, last, chunk)
+    # T-2 changed (line 3), T-1 again (line 5: a last load's line counts once, also within one chunk),
+    # T-4 new (line 6).
     assert sent == b"3,T-2,2.50\n5,T-1,1.00\n6,T-4,4.00\n"
     assert sieve.line == 6
 
