@@ -12,7 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.data.connecting import connect
 from app.data.csv_import import load_csv
-from tests.factories import account, customer, document, statement, tx, write_csv
+from app.data.staging import Counts
+from tests.factories import account, customer, document, load_files, statement, tx, write_csv
 
 MONTHS = [f"2026-{m:02d}" for m in range(1, 7)]
 ENDS = ["31", "28", "31", "30", "31", "30"]
@@ -85,3 +86,35 @@ async def test_a_first_load_writes_each_summary_once(make_tenant: Any, engine: A
         )
         nets: dict[str, str] = dict((await conn.execute(query, {"t": bank.id})).tuples().all())
     assert nets == {f"{m}-01": "10.00" for m in MONTHS[:-1]} | {f"{MONTHS[-1]}-01": "0.00"}
+
+
+async def test_a_nightly_load_that_leaves_statements_alone_does_not_read_every_summary(
+    make_tenant: Any, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    """A load whose statements file is as last loaded never defers new statements' summaries, so no
+    statement is looked for among the summaries as a new one (migration 0031: the unset setting
+    read as NULL, and `NULL AND NOT EXISTS (...)` read every summary). The changed line's summary is
+    rebuilt all the same."""
+    bank = await make_tenant()
+    statements = [statement(f"{m}-01", f"{m}-{end}", f"{m}-{end}") for m, end in zip(MONTHS, ENDS, strict=True)]
+    lines = [tx(f"T-{i}", f"{m}-10", "purchase", "10.00", "FreshMart") for i, m in enumerate(MONTHS)]
+    doc = document(bank.slug, [customer(accounts=[account(statements=statements, transactions=lines)])])
+    await load_files(engine, bank.slug, write_csv(doc, tmp_path))
+    doc["customers"][0]["accounts"][0]["transactions"][-1]["amount"] = "12.50"
+    raw = await connect(engine.url.render_as_string(hide_password=False))  # its own: counts only this load
+    try:
+        async with raw.transaction():
+            report = await load_csv(raw, bank.slug, write_csv(doc, tmp_path), lambda name, chunk: None)
+            scans = await raw.fetchval(
+                "SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relname = 'statement_summaries'"
+            )
+    finally:
+        await raw.close()
+    assert report.tables["transactions"] == Counts(updated=1, unchanged=5)
+    assert scans == 0
+    async with engine.connect() as conn:
+        query = text(
+            "SELECT ss.net::text FROM statement_summaries ss JOIN statements s ON s.id = ss.statement_id"
+            " WHERE s.tenant_id = :t ORDER BY s.period_start DESC LIMIT 1"
+        )
+        assert (await conn.execute(query, {"t": bank.id})).scalar_one() == "12.50"
