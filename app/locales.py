@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
-from jinja2 import BaseLoader, Environment, FileSystemLoader
 
 from app.domain import formatting, lexicon, validation
 from app.domain.vocabulary import Intent
@@ -223,20 +222,3 @@ def version_files() -> list[Path]:
     question is understood by and a sentence is checked by among them)."""
     files = ("locale.json", "lexicon.json", "validation.json")
     return sorted([*_root.rglob("*.j2"), *(path for name in files for path in _root.glob(f"*/{name}"))])
-
-
-class TemplateLoader(BaseLoader):
-    """Templates from `own` (prompts/); a locale's (`locales/<locale>/…`) from the folder of locales
-    in use, which the tests point at their generated pseudo-locale."""
-
-    def __init__(self, own: Path) -> None:
-        self.own = FileSystemLoader(own)
-
-    def get_source(self, environment: Environment, template: str) -> tuple[str, str | None, Callable[[], bool]]:
-        if template.startswith("locales/"):
-            return FileSystemLoader(_root).get_source(environment, template.removeprefix("locales/"))
-        return self.own.get_source(environment, template)
-
-    def list_templates(self) -> list[str]:
-        own = [name for name in self.own.list_templates() if not name.startswith("locales/")]
-        return sorted([*own, *(f"locales/{name}" for name in FileSystemLoader(_root).list_templates())])

@@ -15,7 +15,6 @@ from decimal import Decimal
 from typing import Any
 
 import msgspec
-from jinja2 import Environment, StrictUndefined
 
 from app import locales
 from app.domain.facts import BillFacts, Driver, Entry
@@ -24,6 +23,7 @@ from app.domain.plan import sign_word
 from app.domain.policy import TenantPolicy
 from app.domain.slots import MAX_DRIVERS, items
 from app.domain.vocabulary import ChatTemplate, Intent, Locale, PromptLayout
+from app.prompt_templates import environment
 from app.settings import PROJECT_ROOT
 
 PROMPTS_DIR = PROJECT_ROOT / "prompts"
@@ -34,19 +34,7 @@ TOP_DRIVERS = 3  # the deterministic answer names the largest drivers; the respo
 MAX_LABEL = 60  # merchant names and descriptions are untrusted text: short, one line
 
 
-def _environment() -> Environment:
-    return Environment(
-        loader=locales.TemplateLoader(PROMPTS_DIR),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=False,
-        autoescape=False,  # plain text; HTML callers escape it when they render it
-        auto_reload=False,  # templates are read once per process, never stat()ed on the hot path
-    )
-
-
-_env = _environment()
+_env = environment(PROMPTS_DIR)
 locales.on_change(lambda: _env.cache.clear() if _env.cache is not None else None)
 
 

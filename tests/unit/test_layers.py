@@ -20,7 +20,7 @@ TIERS: list[tuple[int, str, tuple[str, ...]]] = [
     (2, "data", ("app.data", "app.demo")),
     (2, "inference", ("app.inference",)),
     (2, "tooling", ("app.reports", "app.pii")),
-    (3, "answers", ("app.answers", "app.prompts", "app.metrics")),
+    (3, "answers", ("app.answers", "app.prompts", "app.prompt_templates", "app.metrics")),
     (4, "conversations", ("app.conversations",)),
     (5, "api", ("app.api",)),
     # The tools beside the service: the eval gates engine profiles; the replay (A/B) uses its gate.
