@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from app import locales
 from app.answers.schemas import SaidClaim, SourceOut
 from app.domain.claims import Claim, FeesInterest, NoAnswer, PassageClaim, Transaction, kind_of
-from app.domain.facts import BillFacts
+from app.domain.facts import BillFacts, Entry
 from app.domain.knowledge import NO_QUOTES, Passage, Quotes
 from app.domain.plan import fee_items
 from app.domain.reasons import Reason
@@ -35,6 +35,7 @@ class SlotValues(Mapping[str, str]):
         self.facts, self.locale = facts, locale
         self.slots = slots(facts)
         self._written: dict[str, str] = {}
+        self._items: list[Entry] | None = None  # the lines item slots name, read at the first one
 
     def __getitem__(self, name: str) -> str:
         value = self._written.get(name)
@@ -63,7 +64,9 @@ class SlotValues(Mapping[str, str]):
             return str(words.status({"status": facts.payment.status}))
         if slot.role == "driver":
             return str(words.driver(clean_driver(facts.drivers[slot.index - 1])))
-        return str(words.entry(clean_entry(items(facts)[slot.index - 1])))
+        if self._items is None:
+            self._items = items(facts)
+        return str(words.entry(clean_entry(self._items[slot.index - 1])))
 
 
 class Realizer:

@@ -22,7 +22,7 @@ from typing import Annotated, Literal, get_args
 import msgspec
 
 from app.domain import lexicon
-from app.domain.facts import BillFacts
+from app.domain.facts import BillFacts, Entry
 from app.domain.plan import fee_items
 from app.domain.slots import items
 from app.domain.understanding import Reading, normalize
@@ -229,10 +229,17 @@ class Quotes(msgspec.Struct, frozen=True, kw_only=True):
     reasons: tuple[Passage, ...] = ()  # why the statement's fees and interest were charged, one per article
 
 
+def _fee_lines(facts: BillFacts) -> list[Entry]:
+    """The statement's fee and interest lines that slots name, in their order (the slots' lines read
+    once, not once per fee: a long statement has two dozen)."""
+    shown = items(facts)
+    return [shown[n - 1] for n in fee_items(facts)]
+
+
 def reason_tags(facts: BillFacts) -> list[str]:
     """What the articles that explain this statement's fees and interest are tagged with: each fee's
     statement label ("Late payment fee"), and the kinds of its fee and interest lines."""
-    fees = [items(facts)[n - 1] for n in fee_items(facts)]
+    fees = _fee_lines(facts)
     return list(dict.fromkeys([*(e.label for e in fees if e.label), *(e.kind for e in fees)]))
 
 
@@ -240,8 +247,7 @@ def reasons(facts: BillFacts, tagged: Mapping[str, Passage]) -> tuple[Passage, .
     """For each fee and interest line in statement order, the passage tagged with its label, else with
     its kind; each article once."""
     found: dict[str, Passage] = {}
-    for n in fee_items(facts):
-        entry = items(facts)[n - 1]
+    for entry in _fee_lines(facts):
         passage = tagged.get(entry.label.lower()) or tagged.get(entry.kind)
         if passage is not None:
             found.setdefault(passage.article, passage)
