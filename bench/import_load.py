@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"bill-assistant import, {args.accounts:,} accounts x {MONTHS} statements, one child process per run")
     print(f"{'run':<22} {'transactions':>12} {'seconds':>8} {'rows/s':>9} {'peak MiB':>9}")
     for label, count, seconds, memory in rows:
-        print(f"{label:<22} {count:>12,} {seconds:>8.1f} {count / seconds:>9,.0f} {memory:>9.0f}")
+        print(f"{label:<22} {count:>12,} {seconds:>8.2f} {count / seconds:>9,.0f} {memory:>9.0f}")
     full = rows[2][2] / rows[0][2]
     print(f"unchanged re-load / first load: {rows[1][2] / rows[0][2]:.1%} (loaded in full: {full:.1%})")
     print(
