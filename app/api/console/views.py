@@ -58,9 +58,9 @@ class AnswerView(msgspec.Struct, frozen=True, kw_only=True):
     sources: list[SourceOut]  # the help articles the answer quotes, each at the version quoted
 
 
-def _driver(driver: Driver) -> str:
-    kind = words()["driver_kind"][driver.kind]
-    return say(words()["driver_line"], kind=kind, label=driver.label) if driver.label else kind
+def _driver(driver: Driver, w: dict[str, Any]) -> str:
+    kind = w["driver_kind"][driver.kind]
+    return say(w["driver_line"], kind=kind, label=driver.label) if driver.label else kind
 
 
 def statement_view(facts: BillFacts) -> StatementView:
@@ -80,7 +80,7 @@ def statement_view(facts: BillFacts) -> StatementView:
         previous_balance=amount(facts.previous_balance),
         new_balance=amount(s.new_balance),
         difference=amount(facts.difference, sign=True),
-        drivers=[Line(label=_driver(d), amount=amount(d.amount, sign=True)) for d in facts.drivers],
+        drivers=[Line(label=_driver(d, w), amount=amount(d.amount, sign=True)) for d in facts.drivers],
         payment_status=w["payment_status"][facts.payment.status],
         payment_code=facts.payment.status,
         paid_since=amount(facts.payment.paid_amount),
@@ -129,6 +129,7 @@ def _claim(claim: dict[str, Any]) -> str:
 
 def answer_view(record: AnswerRecord) -> AnswerView:
     bars, axis = waterfall(record.stage_starts or {}, record.timings)
+    stage = words()["stage"]
     return AnswerView(
         record=record,
         explanation=str(record.answer.get("explanation", "")),
@@ -138,7 +139,7 @@ def answer_view(record: AnswerRecord) -> AnswerView:
         stages=[
             StageRow(
                 stage=b.stage,
-                label=words()["stage"][b.stage],
+                label=stage[b.stage],
                 starts=milliseconds(b.start_ms),
                 takes=milliseconds(b.duration_ms),
                 left=b.left,
