@@ -17,9 +17,9 @@ from typing import Any
 import msgspec
 
 from app import locales
+from app.domain.claims import sign_word
 from app.domain.facts import BillFacts, Driver, Entry
 from app.domain.knowledge import NO_QUOTES, Passage, Quotes
-from app.domain.plan import sign_word
 from app.domain.policy import TenantPolicy
 from app.domain.slots import MAX_DRIVERS, items
 from app.domain.vocabulary import ChatTemplate, Intent, Locale, PromptLayout

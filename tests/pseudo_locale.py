@@ -15,11 +15,13 @@ import contextlib
 import json
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from app import locales
+from app.api.console.views import reason_words
+from app.domain.reasons import Reason
 
 PSEUDO = "en-XA"
 SOURCE = "en"
@@ -32,8 +34,8 @@ _VOWELS = set("aeiouyAEIOUY")
 _KEEP = re.compile(r"\{\w*\}|\{\w*$|^\w*\}|&\w+;")
 _TAG = re.compile(r"(\{#.*?#\}|\{%.*?%\}|\{\{.*?\}\})", re.S)
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
-# An ASCII word of two letters or more: English that did not pass through the locale.
-_ENGLISH = re.compile(r"(?<![\w{])[A-Za-z]{2,}(?![\w}])")
+# An ASCII word of two letters or more, or a code ("still_to_pay"): English that did not pass through the locale.
+_ENGLISH = re.compile(r"(?<![\w{])[A-Za-z][A-Za-z_]+(?![\w}])")
 
 
 def _letters(text: str) -> str:
@@ -170,6 +172,17 @@ def english_words(text: str, allowed: tuple[str, ...] = ()) -> list[str]:
     for data in sorted(allowed, key=len, reverse=True):
         text = text.replace(data, " ")
     return _ENGLISH.findall(text)
+
+
+def english_in_reasons(reasons: Iterable[Reason], folder: Path) -> dict[str, list[str]]:
+    """Each reason (by `str`) as the console says it when it speaks en-XA, written in `folder`: the
+    plain English words in it once its data (what the model or the engine wrote, a slot's name) is
+    taken out."""
+    with pseudo_locales(folder, console=True):
+        return {
+            str(r): english_words(reason_words(r), tuple(str(r.values[k]) for k in ("text", "slot") if k in r.values))
+            for r in reasons
+        }
 
 
 @contextlib.contextmanager

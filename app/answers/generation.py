@@ -24,7 +24,7 @@ from app.answers.schemas import SaidClaim, Usage
 from app.domain.claims import AnyClaim, Plan, decode_claim
 from app.domain.knowledge import Passage
 from app.domain.plan import PlanCheck
-from app.domain.reasons import Reason
+from app.domain.reasons import Reason, quoted
 from app.errors import EngineError
 from app.inference.drain import Drain
 from app.inference.engine import Engine, Event, Finished, GenerationRequest, TextDelta
@@ -131,7 +131,7 @@ def _release(
         try:
             claim = decode_claim(text)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            return released, Reason(rule="invalid_plan", detail=str(exc))
+            return released, quoted("invalid_plan", str(exc))
         accepted.append(claim)  # a failed claim is audited with the plan, never said
         if (reason := check.check(claim)) is not None:
             return released, reason
@@ -149,13 +149,13 @@ def _release(
 def _plan_reason(final: Finished | None, output: str, check: PlanCheck) -> Reason | None:
     """Why the ended plan may not be served, if it may not: cut off, not a plan, or lacking a claim."""
     if final is None:
-        return Reason(rule="engine_error", detail="the stream ended without its last event")
+        return Reason(rule="engine_error", detail="stream_ended")
     if final.finish_reason == "length":
         return Reason(rule="truncated")
     try:
         msgspec.json.decode(output, type=Plan)
     except msgspec.ValidationError as exc:
-        return Reason(rule="invalid_plan", detail=str(exc))
+        return quoted("invalid_plan", str(exc))
     except msgspec.DecodeError:
         return Reason(rule="invalid_json")
     return check.missing()
@@ -221,7 +221,7 @@ async def _engine_text(
                         yield Reason(rule="engine_timeout", detail="shutdown")
                         return
                     if isinstance(event, EngineError):
-                        yield Reason(rule="engine_error", detail=str(event)[:200])
+                        yield quoted("engine_error", str(event))
                         return
                     if isinstance(event, Exception):
                         raise event

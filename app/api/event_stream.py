@@ -19,6 +19,7 @@ from app.answers.messages import ChatEvent, Delta, Facts, Final, Replace
 from app.answers.schemas import ChatFacts, DriverLine, ExplanationResponse, FactsDisplay
 from app.api.disconnect import until_disconnect
 from app.api.request_log import request_state
+from app.domain.reasons import Reason
 from app.errors import DatabaseUnavailable
 from app.locales import day, money
 from app.prompts import change, phrases, render_notice
@@ -58,7 +59,7 @@ def chat_facts(answer: ExplanationResponse) -> ChatFacts:
     )
 
 
-def _message(event: ChatEvent) -> ServerSentEventMessage:
+def _message(event: ChatEvent, why: Callable[[Reason], str] | None) -> ServerSentEventMessage:
     payload: msgspec.Struct | dict[str, str]
     match event:
         case Facts(answer):
@@ -67,6 +68,8 @@ def _message(event: ChatEvent) -> ServerSentEventMessage:
             name, payload = "delta", {"text": text}
         case Replace(text=text, reason=reason):
             name, payload = "replace", {"text": text, "reason": str(reason)}
+            if why is not None:  # a page that shows it: the reason in its words
+                payload["why"] = why(reason)
         case Final(answer):
             name, payload = "final", answer
     return ServerSentEventMessage(msgspec.json.encode(payload).decode(), event=name)
@@ -83,13 +86,14 @@ async def _messages(
     head: Iterable[ServerSentEventMessage],
     tail: Iterable[ServerSentEventMessage],
     after_final: AfterFinal | None,
+    why: Callable[[Reason], str] | None,
 ) -> AsyncIterator[ServerSentEventMessage]:
     for message in head:
         yield message
-    yield _message(first)
+    yield _message(first, why)
     try:
         async for event in rest:
-            yield _message(event)
+            yield _message(event, why)
             if isinstance(event, Final):
                 extra = request_state(request.scope).setdefault("log_extra", {})
                 extra.update(intent=event.answer.intent, source=event.answer.source)
@@ -115,6 +119,7 @@ async def event_stream(
     head: Iterable[ServerSentEventMessage] = (),
     tail: Iterable[ServerSentEventMessage] = (),
     after_final: AfterFinal | None = None,
+    why: Callable[[Reason], str] | None = None,
 ) -> ServerSentEvent:
     async def first() -> ChatEvent:
         return await anext(events)
@@ -122,5 +127,5 @@ async def event_stream(
     # Admitted and checked before the response starts; from here the generator holds the
     # admission slot until it ends (or is collected, should the stream never start).
     facts = await until_disconnect(request, first())
-    messages = _messages(request, facts, events, head, tail, after_final)
+    messages = _messages(request, facts, events, head, tail, after_final, why)
     return ServerSentEvent(messages, headers=STREAM_HEADERS | (headers or {}))

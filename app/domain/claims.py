@@ -5,7 +5,7 @@ typed arguments, and two reviewed wordings per locale (prompts/locales/<locale>/
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import msgspec
 
@@ -19,6 +19,11 @@ DriverDirection = Literal["up", "down"]
 Action = Literal["pay", "agent"]
 Wording = Literal[1, 2]  # every claim type has these reviewed wordings in each locale
 WORDINGS: tuple[Wording, ...] = get_args(Wording)
+
+
+def sign_word(amount: Any) -> Direction:
+    """A change's direction as claims write it: the sign of an amount (or of a number's sign)."""
+    return "up" if amount > 0 else "down" if amount < 0 else "same"
 
 
 class Claim(

@@ -17,7 +17,7 @@ never cached.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import msgspec
 
@@ -37,9 +37,10 @@ from app.domain.claims import (
     StillToPay,
     Transaction,
     kind_of,
+    sign_word,
 )
 from app.domain.facts import BillFacts, PaymentStatus
-from app.domain.reasons import Reason
+from app.domain.reasons import Detail, Reason, Value
 from app.domain.slots import MAX_DRIVERS, items
 from app.domain.vocabulary import Intent
 
@@ -68,10 +69,6 @@ FITS: dict[Intent, frozenset[str]] = {
 }
 # A claim whose content an earlier one already said is left out ("nothing is said twice").
 COVERED_BY: dict[str, frozenset[str]] = {"new_balance": frozenset({"change"})}
-
-
-def sign_word(amount: Any) -> Direction:
-    return "up" if amount > 0 else "down" if amount < 0 else "same"
 
 
 def named_items(facts: BillFacts, labels: Iterable[str]) -> set[int]:
@@ -154,36 +151,38 @@ class PlanCheck:
         kind = kind_of(claim)
         facts, status = self.facts, self.facts.payment.status
         if len(self.seen) == self.limit:
-            return Reason(rule="invalid_plan", detail=f"more than {self.limit} claims")
+            return Reason(rule="invalid_plan", detail="claims_over", values={"limit": self.limit})
         if kind not in self.fits and not any(same_claim(claim, r) for r in self.required or ()):
-            return Reason(rule="off_intent", detail=f"{kind} for {'+'.join(self.intents)}")
+            return Reason(rule="off_intent", detail="claim_for", values={"kind": kind, "intents": list(self.intents)})
         if isinstance(claim, Change) and claim.direction != sign_word(facts.difference):
-            return Reason(
-                rule="wrong_direction", detail=f"{claim.direction}, the bill went {sign_word(facts.difference)}"
-            )
+            went = sign_word(facts.difference)
+            return Reason(rule="wrong_direction", detail="bill_went", values={"claimed": claim.direction, "went": went})
         if isinstance(claim, DriverClaim):
             if not 1 <= claim.n <= min(len(facts.drivers), MAX_DRIVERS):
-                return Reason(rule="unknown_index", detail=f"driver {claim.n}")
+                return Reason(rule="unknown_index", detail="driver", values={"n": claim.n})
             actual = sign_word(facts.drivers[claim.n - 1].amount)
             if claim.direction != actual:
-                return Reason(rule="wrong_driver", detail=f"driver {claim.n} went {actual}, not {claim.direction}")
+                values: dict[str, Value] = {"n": claim.n, "went": actual, "claimed": claim.direction}
+                return Reason(rule="wrong_driver", detail="driver_went", values=values)
         if isinstance(claim, Transaction):
             if not 1 <= claim.n <= len(self.items):
-                return Reason(rule="unknown_index", detail=f"transaction {claim.n}")
+                return Reason(rule="unknown_index", detail="transaction", values={"n": claim.n})
             if claim.n not in self.transactions:
-                what = "no fee or interest" if not self.focus else "not the one asked about"
-                return Reason(rule="wrong_subject", detail=f"transaction {claim.n} is {what}")
+                what: Detail = "not_asked" if self.focus else "not_a_fee"
+                return Reason(rule="wrong_subject", detail=what, values={"n": claim.n})
         if isinstance(claim, PassageClaim) and not 1 <= claim.n <= self.passages:
-            return Reason(rule="unknown_index", detail=f"passage {claim.n}")
+            return Reason(rule="unknown_index", detail="passage", values={"n": claim.n})
         if isinstance(claim, PaymentStatusClaim) and claim.status != status:
-            return Reason(rule="status_claim", detail=f"{claim.status}, the facts say {status}")
+            return Reason(
+                rule="status_claim", detail="status_said", values={"claimed_status": claim.status, "status": status}
+            )
         if isinstance(claim, NoAnswer) and (not self.no_answer or any(not isinstance(c, NextStep) for c in self.seen)):
-            return Reason(rule="wrong_subject", detail="no_answer, but the facts answer it")
+            return Reason(rule="wrong_subject", detail="facts_answer")
         if self.seen and isinstance(self.seen[0], NoAnswer) and not isinstance(claim, NextStep):
-            return Reason(rule="wrong_subject", detail=f"{kind} after no_answer")
+            return Reason(rule="wrong_subject", detail="after_no_answer", values={"kind": kind})
         pay = isinstance(claim, StillToPay | MinimumDue) or (isinstance(claim, NextStep) and claim.action == "pay")
         if status == "paid" and pay:
-            return Reason(rule="not_applicable", detail=f"{kind}: the statement is paid in full")
+            return Reason(rule="not_applicable", detail="paid_in_full", values={"kind": kind})
         self.seen.append(claim)
         return None
 
@@ -196,13 +195,13 @@ class PlanCheck:
         if self.required is not None:
             for claim in self.required:
                 if not any(same_claim(claim, c) for c in self.seen):
-                    return Reason(rule="missing_claim", detail=msgspec.json.encode(claim).decode())
+                    return Reason(rule="missing_claim", detail="lacks_claim", values=msgspec.to_builtins(claim))
             if self.required:
                 return None
         if not kinds & LEAD[self.intent]:
-            return Reason(rule="missing_claim", detail="/".join(sorted(LEAD[self.intent])))
+            return Reason(rule="missing_claim", detail="lacks", values={"kinds": sorted(LEAD[self.intent])})
         if self.required is None and self._cause_first and "driver" not in kinds:
-            return Reason(rule="missing_claim", detail="driver")
+            return Reason(rule="missing_claim", detail="lacks", values={"kinds": ["driver"]})
         return None
 
     def allowed(self) -> Allowed:

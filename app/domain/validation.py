@@ -24,9 +24,10 @@ from typing import Any
 
 import msgspec
 
+from app.domain.claims import sign_word
 from app.domain.facts import BillFacts
 from app.domain.provided import Provided
-from app.domain.reasons import Reason, Rule
+from app.domain.reasons import Reason, Rule, Value, quoted
 from app.domain.slots import SLOT, Role, Slot, labels, slots
 
 
@@ -45,8 +46,9 @@ class Verdict(msgspec.Struct, frozen=True):
 OK = Verdict()
 
 
-def _refuse(rule: Rule, detail: str = "") -> Verdict:
-    return Verdict(Reason(rule=rule, detail=detail[:120]))
+def _refuse(rule: Rule, text: str) -> Verdict:
+    """Refused for what the sentence wrote (`text`, quoted as it was)."""
+    return Verdict(quoted(rule, text[:120]))
 
 
 # The share of a sentence's letters that are Chinese characters, at least and at most: how a locale's
@@ -159,7 +161,7 @@ def _language(text: str, han: HanShare) -> Verdict:
         return OK
     share = cjk / (cjk + latin)
     if not han[0] <= share <= han[1]:
-        return _refuse("wrong_language", f"{share:.2f}")
+        return Verdict(Reason(rule="wrong_language", detail="share", values={"share": f"{share:.0%}"}))
     return OK
 
 
@@ -192,12 +194,18 @@ def _direction(sentence: str, named: list[Slot], difference_sign: int) -> Verdic
     drivers = [slot for slot in named if slot.role == "driver"]
     for slot in drivers:
         if slot.sign != sign:
-            return _refuse("wrong_driver", f"{{{slot.name}}} moved {slot.sign:+d}, the sentence says {sign:+d}")
+            values: dict[str, Value] = {
+                "slot": f"{{{slot.name}}}",
+                "went": sign_word(slot.sign),
+                "claimed": sign_word(sign),
+            }
+            return Verdict(Reason(rule="wrong_driver", detail="slot_went", values=values))
     # The bill's own change: what the direction is about when no driver is named, or when the
     # sentence names the difference itself ("{difference} more, because of {driver_1}").
     about_the_bill = not drivers or any(slot.role in ("difference", "change_percent") for slot in named)
     if about_the_bill and difference_sign != sign:
-        return _refuse("wrong_direction", f"the bill moved {difference_sign:+d}, the sentence says {sign:+d}")
+        bill: dict[str, Value] = {"went": sign_word(difference_sign), "claimed": sign_word(sign)}
+        return Verdict(Reason(rule="wrong_direction", detail="sentence_went", values=bill))
     return OK
 
 

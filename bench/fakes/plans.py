@@ -9,9 +9,10 @@ import random
 import re
 from typing import Any
 
+from app.domain.claims import sign_word
 from app.domain.facts import BillFacts
 from app.domain.intents import mentioned
-from app.domain.plan import PlanCheck, sign_word
+from app.domain.plan import PlanCheck
 from app.domain.slots import items
 from app.domain.vocabulary import Intent
 

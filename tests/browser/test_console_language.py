@@ -19,7 +19,9 @@ from playwright.async_api import Browser, Page, expect
 from app import locales
 from app.domain.knowledge import ArticleIn
 from app.settings import Settings
+from bench.fakes.sglang_server import RunningFake, Script
 from tests.browser.helpers import screenshot
+from tests.chat_streams import BAD
 from tests.console import PASSWORD
 from tests.pseudo_locale import PSEUDO, english_words, pseudo_locales
 from tests.servers import Serve
@@ -34,6 +36,8 @@ ARTICLE = ArticleIn(
 )
 pytestmark = pytest.mark.bank(agents=("ana",), library=(ARTICLE,))
 QUESTION = "Why is my bill higher than last month?"
+# What the answer's page shows of the engine as it is: the engine's name.
+ENGINE = "sglang"
 REPLY = "Let me look."
 # What the console shows as it is, in any language: the customer, her card and its merchants, the
 # agent, the bank's article, what the agent typed.
@@ -163,3 +167,39 @@ async def test_in_the_pseudo_locale_every_console_page_passes_through_the_locale
     assert response.status == 404
     await expect(agent.get_by_role("alert")).to_have_text(w["errors"]["not_found_message"])
     await says_no_english(agent, f"Bank {bank.slug}")
+
+
+async def test_in_the_pseudo_locale_a_refused_answer_says_why_in_the_locale(
+    browser: Browser, served: Serve, bank: Any, console_in_pseudo: Path, fake_sglang: RunningFake
+) -> None:
+    """The model's plan says Ann has paid (she has not): the live note and the audited answer's page
+    say which rule refused it and what exactly failed (the status it said, the facts' status), and
+    the plan it wrote, all in the console's words."""
+    fake_sglang.fake.default = Script(text=BAD)
+    env = {"ENGINE": "sglang", "SGLANG_URL": fake_sglang.url, "COOKIE_SECURE": "0", "BATCH_WORKER": "0"}
+    server = served(Settings.from_env({**env, "ANSWER_CACHE_FILL": "0"}))
+    w = locales.words(PSEUDO)["console"]
+    agent = await (await browser.new_context(viewport={"width": 1280, "height": 900})).new_page()
+    await agent.goto(f"{server.url}/console")
+    await agent.locator("#tenant").fill(bank.slug)
+    await agent.locator("#username").fill("ana")
+    await agent.locator("#password").fill(PASSWORD)
+    await agent.locator("button[type=submit]").click()
+    await expect(agent.get_by_role("heading", level=1)).to_have_text(w["page"]["find"])
+
+    await agent.goto(f"{server.url}/console/accounts/A-1")
+    await agent.locator("#question").fill(QUESTION)
+    await agent.locator("#locale").select_option(PSEUDO)
+    await agent.locator("form[data-stream] button[type=submit]").click()
+    await expect(agent.locator("#live-details")).to_be_visible()
+    said = w["payment_status"]
+    await expect(agent.locator("#live-note")).to_contain_text(w["fallback_reason"]["status_claim"])
+    await expect(agent.locator("#live-note")).to_contain_text(said["paid"])
+    english = locales.data("en").name
+    await says_no_english(agent, f"Bank {bank.slug}", english)
+
+    await agent.locator("#live-details").click()
+    await expect(agent.locator("#source")).to_have_text(w["source"]["fallback"])
+    await expect(agent.locator("body")).to_contain_text(w["claim_kind"]["payment_status"])
+    await says_no_english(agent, f"Bank {bank.slug}", english, ENGINE)
+    await screenshot(agent, "console-pseudo-locale-refused")

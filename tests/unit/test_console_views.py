@@ -3,8 +3,10 @@ the console's words name every code its pages show (a rule, a stage, a role, a s
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, get_args
 
 import pytest
@@ -14,9 +16,11 @@ from app.api.console.views import answer_view
 from app.api.console.words import words
 from app.api.waterfall import STAGES
 from app.data.audit import AnswerRecord
+from app.domain.claims import CLAIM_TYPES, Action, Direction
 from app.domain.facts import DriverKind, PaymentStatus
-from app.domain.reasons import RULES
+from app.domain.reasons import DETAILS, RULES, Reason, quoted
 from app.domain.vocabulary import Channel, ConversationStatus, HandoverReason, Intent, Role, Source
+from tests.pseudo_locale import english_in_reasons
 
 
 def record(source: str, fallback_reason: str | None) -> AnswerRecord:
@@ -44,6 +48,10 @@ def record(source: str, fallback_reason: str | None) -> AnswerRecord:
     ("key", "codes"),
     [
         ("fallback_reason", RULES),
+        ("fallback_detail", DETAILS),
+        ("claim_kind", CLAIM_TYPES),
+        ("direction", get_args(Direction)),
+        ("action", get_args(Action)),
         ("stage", STAGES),
         ("role", get_args(Role)),
         ("handover_reason", get_args(HandoverReason)),
@@ -60,9 +68,80 @@ def test_the_console_words_name_every_code(key: str, codes: Any) -> None:
     assert set(words()[key]) == set(codes)
 
 
-def test_a_stored_reason_shows_its_rule_label_and_detail() -> None:
-    view = answer_view(record("fallback", "unslotted_figure:12.00"))
-    assert view.validation == "Deterministic answer served: a sentence wrote a figure or date outside its slot (12.00)"
+@pytest.mark.parametrize(
+    ("stored", "shown"),
+    [
+        (
+            'status_claim:status_said {"claimed_status":"paid","status":"unpaid"}',
+            "the model stated a payment status the facts do not (it said Paid; the facts say Unpaid)",
+        ),
+        (
+            'off_intent:claim_for {"kind":"minimum_due","intents":["bill_change","charge"]}',
+            "the model's plan held a claim that does not fit the question"
+            " (a claim of minimum due for a question about bill change and charge)",
+        ),
+        (
+            'missing_claim:lacks {"kinds":["change","driver"]}',
+            "the model's plan did not answer the question (no claim of change or driver)",
+        ),
+        (
+            'missing_claim:lacks_claim {"claim":"next_step","action":"agent"}',
+            "the model's plan did not answer the question (no claim of next step (talk to an agent))",
+        ),
+        (
+            'unslotted_figure:quoted {"text":"12.00"}',
+            "a sentence wrote a figure or date outside its slot (\u201c12.00\u201d)",
+        ),
+        # Written before details had forms: the detail quoted as it was stored.
+        ("unslotted_figure:12.00", "a sentence wrote a figure or date outside its slot (\u201c12.00\u201d)"),
+    ],
+)
+def test_a_stored_reason_shows_its_rule_and_detail_in_the_consoles_words(stored: str, shown: str) -> None:
+    assert answer_view(record("fallback", stored)).validation == f"Deterministic answer served: {shown}"
+
+
+# A reason of each detail form, with the values its check writes (the plan's refusals are read from the
+# checks themselves in tests/unit/test_plan_contradictions.py).
+REASONS = [
+    Reason(rule="invalid_plan", detail="claims_over", values={"limit": 5}),
+    Reason(rule="off_intent", detail="claim_for", values={"kind": "passage", "intents": ["payment"]}),
+    Reason(rule="wrong_direction", detail="bill_went", values={"claimed": "up", "went": "down"}),
+    Reason(rule="unknown_index", detail="driver", values={"n": 4}),
+    Reason(rule="wrong_driver", detail="driver_went", values={"n": 1, "went": "down", "claimed": "up"}),
+    Reason(rule="unknown_index", detail="transaction", values={"n": 9}),
+    Reason(rule="wrong_subject", detail="not_a_fee", values={"n": 2}),
+    Reason(rule="wrong_subject", detail="not_asked", values={"n": 3}),
+    Reason(rule="unknown_index", detail="passage", values={"n": 2}),
+    Reason(rule="status_claim", detail="status_said", values={"claimed_status": "overdue", "status": "paid"}),
+    Reason(rule="wrong_subject", detail="facts_answer"),
+    Reason(rule="wrong_subject", detail="after_no_answer", values={"kind": "fees_interest"}),
+    Reason(rule="not_applicable", detail="paid_in_full", values={"kind": "minimum_due"}),
+    Reason(rule="missing_claim", detail="lacks", values={"kinds": ["change", "new_balance"]}),
+    Reason(rule="missing_claim", detail="lacks_claim", values={"claim": "payment_status", "status": "unpaid"}),
+    Reason(rule="wrong_language", detail="share", values={"share": "12%"}),
+    Reason(rule="wrong_driver", detail="slot_went", values={"slot": "{driver_1}", "went": "up", "claimed": "down"}),
+    Reason(rule="wrong_direction", detail="sentence_went", values={"went": "same", "claimed": "up"}),
+    Reason(rule="engine_error", detail="stream_ended"),
+    Reason(rule="engine_timeout", detail="shutdown"),
+    quoted("role_mismatch", "Your minimum due is {new_balance}"),
+]
+_SLOT = re.compile(r"\{(\w+)\}")
+
+
+def test_every_detail_form_reads_back_as_written() -> None:
+    assert {r.detail for r in REASONS} == set(DETAILS)
+    assert [r for r in REASONS if Reason.parse(str(r)) != r] == []
+
+
+@pytest.mark.parametrize("locale", locales.locales())
+def test_every_locales_words_for_a_detail_take_the_values_its_check_writes(locale: str) -> None:
+    said = locales.words(locale)["console"]["fallback_detail"]
+    taken = {r.detail: set(_SLOT.findall(said[r.detail])) for r in REASONS}
+    assert taken == {r.detail: {"claim"} if r.detail == "lacks_claim" else set(r.values) for r in REASONS}
+
+
+def test_in_the_pseudo_locale_no_detail_is_plain_english_but_what_was_written(tmp_path: Path) -> None:
+    assert english_in_reasons(REASONS, tmp_path) == {str(r): [] for r in REASONS}
 
 
 def test_every_locale_can_be_the_consoles() -> None:

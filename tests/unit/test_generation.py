@@ -14,7 +14,7 @@ from app.answers.realize import Realizer
 from app.domain.claims import Change, DriverClaim, MinimumDue
 from app.domain.facts import compute_facts
 from app.domain.plan import PlanCheck
-from app.domain.reasons import Reason
+from app.domain.reasons import Reason, quoted
 from app.inference.engine import Event, Finished, GenerationRequest, TextDelta
 from app.inference.scheduler import Scheduler
 from app.timing import Stopwatch
@@ -110,7 +110,9 @@ async def test_a_claim_that_fails_stops_the_stream_and_aborts_the_engine() -> No
     outcome = items[-1]
     assert isinstance(outcome, Outcome)
     assert outcome.text is None
-    assert outcome.reason == Reason(rule="wrong_driver", detail="driver 1 went up, not down")
+    assert outcome.reason == Reason(
+        rule="wrong_driver", detail="driver_went", values={"n": 1, "went": "up", "claimed": "down"}
+    )
     assert engine.aborted == ["r1"]
 
 
@@ -119,7 +121,7 @@ async def test_a_plan_without_what_its_intent_needs_says_nothing() -> None:
     assert [i for i in items if isinstance(i, str)] == []
     outcome = items[-1]
     assert isinstance(outcome, Outcome)
-    assert outcome.reason == Reason(rule="missing_claim", detail="driver")
+    assert outcome.reason == Reason(rule="missing_claim", detail="lacks", values={"kinds": ["driver"]})
 
 
 async def test_an_empty_plan_or_other_output_is_refused() -> None:
@@ -127,7 +129,7 @@ async def test_an_empty_plan_or_other_output_is_refused() -> None:
     prose = await collect(ScriptedEngine(['{"answer": "ok"}']))
     assert [o.reason for o in (empty[-1], prose[-1]) if isinstance(o, Outcome)] == [
         Reason(rule="empty"),
-        Reason(rule="invalid_plan", detail="Object contains unknown field `answer`"),
+        quoted("invalid_plan", "Object contains unknown field `answer`"),
     ]
 
 

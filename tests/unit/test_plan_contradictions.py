@@ -24,6 +24,7 @@ import random
 from collections import Counter
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import msgspec
@@ -33,14 +34,15 @@ from app.answers.generation import _release
 from app.answers.plan_stream import ClaimSplitter
 from app.answers.realize import Realizer
 from app.answers.schemas import SaidClaim
-from app.domain.claims import AnyClaim, Claim, DriverClaim
+from app.domain.claims import AnyClaim, Claim, DriverClaim, sign_word
 from app.domain.facts import BillFacts
-from app.domain.plan import FITS, LEAD, PlanCheck, fee_items, sign_word
+from app.domain.plan import FITS, LEAD, PlanCheck, fee_items
 from app.domain.reasons import Reason
 from app.domain.slots import MAX_DRIVERS, items
 from app.domain.vocabulary import Intent, Locale
 from app.eval.keyfields import key_field_errors
 from tests.generated_facts import KNOWN, MERCHANTS, PLAN_INTENTS, accepted_alone, random_facts
+from tests.pseudo_locale import english_in_reasons
 
 DEV_SEEDS = range(0, 20)
 HELD_OUT_SEEDS = range(1_000_000, 1_000_008)  # held out: reported apart, never tuned against
@@ -240,6 +242,7 @@ class Tally(NamedTuple):
     passed: list[str]  # the flipped plans not refused
     wrong_rule: list[str]  # refused, though for another reason than the flip's
     kinds: Counter[str]
+    reasons: dict[str, Reason]  # a reason of each detail form the refusals gave
 
 
 @functools.cache
@@ -247,6 +250,7 @@ def tally(seeds: range) -> Tally:
     passed: list[str] = []
     wrong_rule: list[str] = []
     kinds: Counter[str] = Counter()
+    reasons: dict[str, Reason] = {}
     for seed in seeds:
         rng = random.Random(seed)
         facts = random_facts(rng)
@@ -261,7 +265,9 @@ def tally(seeds: range) -> Tally:
                 passed.append(f"{where} -> {out.reason}, said {out.released}")
             elif out.reason.rule != case.rule:
                 wrong_rule.append(f"{where} -> {out.reason.rule}, expected {case.rule}")
-    return Tally(sum(kinds.values()), passed, wrong_rule, kinds)
+            if out.reason is not None:
+                reasons.setdefault(f"{out.reason.rule}:{out.reason.detail}", out.reason)
+    return Tally(sum(kinds.values()), passed, wrong_rule, kinds, reasons)
 
 
 def report(name: str, t: Tally) -> str:
@@ -288,6 +294,15 @@ def test_every_flipped_plan_is_refused(seeds: range, exact: int, least: int) -> 
 @pytest.mark.parametrize("seeds", [DEV_SEEDS, HELD_OUT_SEEDS], ids=["dev", "held-out"])
 def test_each_flip_is_refused_for_the_fact_it_contradicts(seeds: range) -> None:
     assert tally(seeds).wrong_rule == [], "\n".join(tally(seeds).wrong_rule[:20])
+
+
+def test_every_refusal_reads_back_as_written_and_in_the_consoles_words(tmp_path: Path) -> None:
+    """Each detail form the refusals give is stored and read back whole, and the console says it all
+    in its locale's words: in en-XA, nothing of it is plain English but what the model wrote."""
+    reasons = {**tally(DEV_SEEDS).reasons, **tally(HELD_OUT_SEEDS).reasons}
+    assert len(reasons) >= 10, list(reasons)
+    assert [r for r in reasons.values() if Reason.parse(str(r)) != r] == []
+    assert english_in_reasons(reasons.values(), tmp_path) == {str(r): [] for r in reasons.values()}
 
 
 def test_every_kind_of_flip_occurs() -> None:

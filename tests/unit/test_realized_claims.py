@@ -38,9 +38,10 @@ from app.domain.claims import (
     PeriodClaim,
     StillToPay,
     Transaction,
+    sign_word,
 )
 from app.domain.facts import BillFacts, compute_facts
-from app.domain.plan import PlanCheck, fee_items, ordered, sign_word
+from app.domain.plan import PlanCheck, fee_items, ordered
 from app.domain.records import Line
 from app.domain.slots import MAX_DRIVERS, items
 from app.domain.vocabulary import Intent, Locale

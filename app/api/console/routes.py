@@ -37,7 +37,7 @@ from app.api.console.session import (
     provide_agent,
     session_cookie,
 )
-from app.api.console.views import answer_view
+from app.api.console.views import answer_view, reason_words
 from app.api.console.words import LANGUAGES, words
 from app.api.deps import answer_service
 from app.api.disconnect import until_disconnect
@@ -228,7 +228,11 @@ class ConsoleController(Controller):
         events, audit_id = await _conversation(request, agent, form, data)
         page = msgspec.json.encode({"url": f"{PATH}/answers/{audit_id}"}).decode()
         return await event_stream(
-            request, events, headers=SECURITY_HEADERS, tail=[ServerSentEventMessage(page, event="answer_page")]
+            request,
+            events,
+            headers=SECURITY_HEADERS,
+            tail=[ServerSentEventMessage(page, event="answer_page")],
+            why=reason_words,
         )
 
     @get("/answers/{answer_id:str}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import date
 from decimal import Decimal
 from typing import Any
@@ -100,11 +101,53 @@ def _validation(record: AnswerRecord) -> str:
     if record.source != "fallback":
         return str(w["validation"][record.source])
     try:
-        reason = Reason.parse(record.fallback_reason or "")
+        why = reason_words(Reason.parse(record.fallback_reason or ""))
     except ValueError:  # none, or a rule this version does not know: shown as stored
-        return say(w["validation"]["fallback"], why=record.fallback_reason or "")
-    why = w["fallback_reason"][reason.rule]
-    return say(w["validation"]["fallback"], why=why) + (f" ({reason.detail})" if reason.detail else "")
+        why = record.fallback_reason or ""
+    return say(w["validation"]["fallback"], why=why)
+
+
+# A detail's values that are codes, by the words that name them; the others (a number, a slot, a
+# share) are shown as they are.
+_CODES = {
+    "direction": "direction",
+    "kind": "claim_kind",
+    "kinds": "claim_kind",
+    "intents": "intent",
+    "went": "direction",
+    "claimed": "direction",
+    "status": "payment_status",
+    "claimed_status": "payment_status",
+    "action": "action",
+}
+
+
+def reason_words(reason: Reason) -> str:
+    """Why the model's answer was not served, in the console's words: the rule's, then what exactly
+    failed (app/domain/reasons.py), its codes named as the console names them."""
+    w = words()
+    why: str = w["fallback_reason"][reason.rule]
+    if reason.detail is None:
+        return why
+    if reason.detail == "lacks_claim":
+        detail = say(w["fallback_detail"]["lacks_claim"], claim=_claim(reason.values, w))
+    else:
+        detail = say(w["fallback_detail"][reason.detail], **_named(reason.values, w))
+    return say(w["reason_detail"], why=why, detail=detail)
+
+
+def _named(values: Mapping[str, Any], w: dict[str, Any]) -> dict[str, Any]:
+    """Each code among the values in the console's words (one it has no word for, as it is)."""
+    named = {}
+    for key, value in values.items():
+        table = w[_CODES[key]] if key in _CODES else None
+        if table is None:
+            named[key] = value
+        elif isinstance(value, list):
+            named[key] = w["list_or" if key == "kinds" else "list_and"].join(table.get(v, v) for v in value)
+        else:
+            named[key] = table.get(value, value)
+    return named
 
 
 def _cached_share(record: AnswerRecord) -> str:
@@ -118,12 +161,16 @@ def _cached_share(record: AnswerRecord) -> str:
 
 
 def _plan(record: AnswerRecord) -> str:
-    return " → ".join(_claim(c) for c in record.answer.get("plan") or []) or "—"
+    w = words()
+    return " → ".join(_claim(c, w) for c in record.answer.get("plan") or []) or "—"
 
 
-def _claim(claim: dict[str, Any]) -> str:
-    text = str(claim.get("claim", "?")).replace("_", " ") + (f" {claim['n']}" if "n" in claim else "")
-    extra = [str(claim[a]) for a in ("direction", "status", "action") if a in claim]
+def _claim(claim: Mapping[str, Any], w: dict[str, Any]) -> str:
+    """A claim as the model wrote it, in the console's words: "change (up)", "driver 1 (up)"."""
+    kind = str(claim.get("claim", "?"))
+    text = str(w["claim_kind"].get(kind, kind)) + (f" {claim['n']}" if "n" in claim else "")
+    named = _named({key: claim[key] for key in ("direction", "status", "action") if key in claim}, w)
+    extra = [str(v) for v in named.values()]
     return text + (f" ({', '.join(extra)})" if extra else "")
 
 

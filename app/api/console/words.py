@@ -26,7 +26,7 @@ def page_context() -> dict[str, Any]:
     return {"w": words(), "fill": fill, "stamp": stamp, "lang": locales.console()}
 
 
-def say(text: str, **slots: object) -> str:
+def say(text: str, /, **slots: object) -> str:
     """A sentence of the words with its slots filled: "Account {ref}" -> "Account A-1"."""
     return text.format_map(slots)
 

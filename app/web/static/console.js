@@ -82,9 +82,7 @@ function tickWaits() {
         else if (name === "delta") answer.append(data.text);
         else if (name === "replace") {
           answer.textContent = data.text;
-          const [rule, detail] = data.reason.split(/:(.*)/s);  // "rule:detail" (app/domain/reasons.py)
-          const why = WORDS.fallback_reason[rule] || rule;
-          note.textContent = say(said.replaced, { reason: detail ? `${why} (${detail})` : why });
+          note.textContent = say(said.replaced, { reason: data.why });  // in the console's words
         } else if (name === "final") {
           answer.textContent = data.explanation;
           status.textContent = say(said.answered, { source: WORDS.source[data.source] || data.source });

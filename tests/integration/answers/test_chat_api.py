@@ -200,7 +200,8 @@ async def test_an_answer_that_fails_validation_is_replaced(
     assert [d["text"] for n, d in stream if n == "delta"] == GOOD_DELTAS
     assert "payment status" not in r.text
     replace, final = stream[-3][1], stream[-2][1]
-    assert replace["reason"] == "status_claim:paid, the facts say unpaid"
+    assert replace["reason"] == 'status_claim:status_said {"claimed_status":"paid","status":"unpaid"}'
+    assert "why" not in replace  # the console's words are the console's stream's alone
     assert replace["text"] == final["explanation"]  # ...and the deterministic answer replaces the first
     assert final["source"] == "fallback"
     assert final["explanation"].startswith("Your statement for 1 October 2026 to 31 October 2026")

@@ -97,11 +97,23 @@ def test_the_gate_fails_a_candidate_that_flips_the_payment_status(
     assert flips["errors"] == {"status_flip": 4, "wrong_amount": 0, "wrong_direction": 0, "wrong_driver": 0}
     assert flips["error_rates"]["status_flip"] == 4 / 80
     flipped = {r["id"]: [f["detail"] for f in r["findings"]] for r in flips["results"] if r["findings"]}
+
+    def said(claimed: str, status: str) -> str:  # the refusal as the audit row stores it
+        return f'plan: status_claim:status_said {{"claimed_status":"{claimed}","status":"{status}"}}'
+
     assert flipped == {
-        "G-CNY-1/2026-11-05/zh-CN/payment": ["plan: status_claim:paid, the facts say unpaid"],
-        "G-USD-1/2026-11-30/zh-CN/payment": ["plan: status_claim:paid, the facts say overdue"],
-        "G-CNY-1/2026-11-20/zh-CN/payment": ["plan: status_claim:unpaid, the facts say paid"],
-        "G-EUR-1/2026-11-15/zh-CN/payment": ["plan: status_claim:unpaid, the facts say paid"],
+        "G-CNY-1/2026-11-05/zh-CN/payment": [
+            'plan: status_claim:status_said {"claimed_status":"paid","status":"unpaid"}'
+        ],
+        "G-USD-1/2026-11-30/zh-CN/payment": [
+            'plan: status_claim:status_said {"claimed_status":"paid","status":"overdue"}'
+        ],
+        "G-CNY-1/2026-11-20/zh-CN/payment": [
+            'plan: status_claim:status_said {"claimed_status":"unpaid","status":"paid"}'
+        ],
+        "G-EUR-1/2026-11-15/zh-CN/payment": [
+            'plan: status_claim:status_said {"claimed_status":"unpaid","status":"paid"}'
+        ],
     }
     assert set(good["ttft_ms"]) == {"p50", "p99"}
     assert good["ttft_ms"]["p50"] > 0
