@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from playwright.async_api import Page, expect
 
+from app.api.console.words import words
 from app.settings import Settings
 
 PASSWORD = "correct horse battery staple"  # every agent the tests make (conftest's make_bank)
@@ -49,12 +50,14 @@ async def signed_in(client: Any, slug: str, username: str = "ana") -> str:
 
 async def sign_in_page(page: Page, base_url: str, slug: str, username: str = "ana", password: str = PASSWORD) -> None:
     """Signs in through the console's own form in the browser (the console sends a visitor without a
-    session there); with the right password, waits for the console's first page."""
+    session there), in the language the console speaks; with the right password, waits for the
+    console's first page."""
+    said = words()["page"]
     await page.goto(f"{base_url}/console")
-    await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
-    await page.get_by_label("Bank (tenant)").fill(slug)
-    await page.get_by_label("Username").fill(username)
-    await page.get_by_label("Password").fill(password)
-    await page.get_by_role("button", name="Sign in").click()
+    await expect(page.get_by_role("heading", name=said["login"]["title"])).to_be_visible()
+    await page.get_by_label(said["login"]["tenant"]).fill(slug)
+    await page.get_by_label(said["login"]["username"]).fill(username)
+    await page.get_by_label(said["login"]["password"]).fill(password)
+    await page.get_by_role("button", name=said["login"]["submit"]).click()
     if password == PASSWORD:
-        await expect(page.get_by_role("heading", name="Find a customer")).to_be_visible()
+        await expect(page.get_by_role("heading", name=said["find"])).to_be_visible()

@@ -1,9 +1,9 @@
 """Headless Debian chromium driven by Playwright; never a browser downloaded at run time.
-Screenshots: tests/browser/helpers.py."""
+Screenshots: tests/browser/helpers.py; the language a test runs in: tests/browser/tongue.py."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +11,8 @@ from playwright.async_api import Browser, Page, async_playwright
 
 from app.api.app import create_app
 from app.settings import Settings
+from tests.browser.tongue import Tongue
+from tests.pseudo_locale import PSEUDO, SOURCE, pseudo_locales
 from tests.servers import Serve, ThreadedServer
 
 CHROMIUM = "/usr/bin/chromium"
@@ -39,6 +41,16 @@ async def page(browser: Browser) -> AsyncIterator[Page]:
     page = await context.new_page()
     yield page
     await context.close()
+
+
+@pytest.fixture(params=[SOURCE, PSEUDO])
+def tongue(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Tongue]:
+    """The test once in English and once in en-XA (tests/browser/tongue.py), the console speaking it too."""
+    if request.param == SOURCE:
+        yield Tongue(SOURCE)
+        return
+    with pseudo_locales(tmp_path / "locales", console=True):
+        yield Tongue(PSEUDO)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.prompts import render_notice
 from app.settings import Settings
+from tests.browser.tongue import Tongue, bank_data
 from tests.db_proxy import DatabaseProxy, waiting_on_a_lock
 from tests.servers import Serve
 from tests.waiting import until
@@ -21,23 +22,25 @@ ENV = {"ENGINE": "off", "DEMO_PAGE": "1", "API_KEY_CACHE_TTL": "0", "BATCH_WORKE
 
 
 async def test_the_widget_says_an_answer_may_not_have_been_saved(
-    page: Page, bank: Any, engine: AsyncEngine, database_proxy: tuple[DatabaseProxy, str], served: Serve
+    page: Page, bank: Any, engine: AsyncEngine, database_proxy: tuple[DatabaseProxy, str], served: Serve, tongue: Tongue
 ) -> None:
+    t = tongue.t
     cut, through = database_proxy
     server = served(Settings.from_env(ENV), through)
     lock = await engine.connect()
     try:
-        await page.goto(f"{server.url}/demo?bank={bank.slug}&customer=C-1001")
-        await expect(page.get_by_label("Card")).to_have_value("A-1")
+        await page.goto(tongue.demo(server.url, bank.slug))
+        await expect(page.get_by_label(t("Card"))).to_have_value("A-1")
         await lock.begin()
         await lock.execute(text("LOCK TABLE answers IN SHARE ROW EXCLUSIVE MODE"))  # the audit's insert waits
-        await page.get_by_role("button", name="Why is my bill higher than last month?").click()
+        await page.get_by_role("button", name=t("Why is my bill higher than last month?")).click()
         await until("the answer's audit to wait on the lock", lambda: waiting_on_a_lock(engine))
         cut.set("refuse")
 
         alert = page.get_by_role("alert")
-        await expect(alert).to_have_text(render_notice("not_saved", "en"), timeout=15_000)
+        await expect(alert).to_have_text(render_notice("not_saved", tongue.locale), timeout=15_000)
         await expect(alert).to_be_visible()
+        await tongue.says_no_english(page, *bank_data(bank.slug))
         await expect(page.get_by_role("status")).to_have_text("")
     finally:
         await lock.rollback()

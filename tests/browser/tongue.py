@@ -1,0 +1,81 @@
+"""The language a browser test runs in: English, and en-XA, the generated pseudo-locale
+(tests/pseudo_locale.py), in which the console and the widget speak it. A test says what a person
+reads in English, as the locale's words say it (`t`: any other text fails), and reads it in the
+language it runs in; in en-XA, `says_no_english` finds any text that reached the page without passing
+through the locale."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from playwright.async_api import Page
+
+from app import locales
+from app.api.console.words import say
+from tests.pseudo_locale import PSEUDO, SOURCE, english_words
+
+
+def _leaves(value: Any, path: tuple[str | int, ...] = ()) -> dict[str, tuple[str | int, ...]]:
+    if isinstance(value, str):
+        return {value: path}
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    found: dict[str, tuple[str | int, ...]] = {}
+    for key, child in items:
+        for text, at in _leaves(child, (*path, key)).items():
+            found.setdefault(text, at)
+    return found
+
+
+@cache
+def _english() -> dict[str, tuple[str | int, ...]]:
+    """Each string of en's words.json (the widget's, the demo page's, the console's) by where it is."""
+    return _leaves(locales.words(SOURCE))
+
+
+async def page_text(page: Page) -> str:
+    """All a page says: its title, its visible text (screen-reader-only text too), its labels, and the
+    chat widget's (it renders in a shadow root)."""
+    text: str = await page.evaluate(
+        """() => {
+            const said = (root) => [...root.querySelectorAll("[aria-label], [placeholder], [title]")].flatMap(
+                (node) => [node.getAttribute("aria-label"), node.getAttribute("placeholder"), node.title]);
+            const widget = document.querySelector("[data-bill-assistant]")?.shadowRoot;
+            return [document.title, document.body.innerText, ...said(document),
+                    ...(widget ? [widget.querySelector("section")?.innerText, ...said(widget)] : [])]
+                .filter(Boolean).join("\\n");
+        }"""
+    )
+    return text
+
+
+def bank_data(slug: str) -> tuple[str, ...]:
+    """What the pages show of the tests' bank as it is, in any language (tests/factories.py): its name,
+    its customer and her card, their merchants and the currency's code, its agent, and the language
+    its customers prefer by its own name ("English")."""
+    customers = locales.data(SOURCE).name
+    return (f"Bank {slug}", "Ann Lee", "C-1001", "A-1", "EUR", "City Gym", "FreshMart", "Ana Agent", customers)
+
+
+@dataclass(frozen=True)
+class Tongue:
+    locale: str  # en, or en-XA
+
+    def t(self, english: str, **slots: object) -> str:
+        """`english`, one of the locale's words (slots as written: "With {agent}"), as this language says
+        it, its slots filled; KeyError for text that is not the locale's."""
+        words: Any = locales.words(self.locale)
+        for key in _english()[english]:
+            words = words[key]
+        return say(words, **slots)
+
+    def demo(self, base_url: str, bank: str, customer: str = "C-1001") -> str:
+        """The demo page of `bank` for `customer`, in this language."""
+        return f"{base_url}/demo?bank={bank}&customer={customer}&locale={self.locale}"
+
+    async def says_no_english(self, page: Page, *data: str) -> None:
+        """In en-XA: nothing the page says is plain English but `data` (names, references, what was typed)."""
+        if self.locale == PSEUDO:
+            found = english_words(await page_text(page), data)
+            assert found == [], (page.url, found)
