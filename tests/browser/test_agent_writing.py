@@ -10,10 +10,12 @@ import pytest
 from playwright.async_api import Browser, expect
 
 from tests.browser.helpers import screenshot
+from tests.browser.tongue import Tongue, bank_data
 from tests.console import console_settings, sign_in_page
 from tests.servers import Serve, ThreadedServer
 
 pytestmark = pytest.mark.bank(agents=("ana",))
+REPLY = "Let me look at your statement."  # what the agent types, as it is
 
 
 @pytest.fixture
@@ -22,31 +24,37 @@ def server(served: Serve) -> ThreadedServer:
 
 
 async def test_the_customer_sees_the_agent_writing_then_the_reply(
-    browser: Browser, server: ThreadedServer, bank: Any
+    browser: Browser, server: ThreadedServer, bank: Any, tongue: Tongue
 ) -> None:
+    t = tongue.t
     customers = await browser.new_context(viewport={"width": 1280, "height": 900})
     agents = await browser.new_context(viewport={"width": 1280, "height": 900})
     try:
         page = await customers.new_page()
-        await page.goto(f"{server.url}/demo?bank={bank.slug}&customer=C-1001")
-        await page.get_by_label("Your question").fill("I want to speak to a person")
-        await page.get_by_label("Your question").press("Enter")
-        await expect(page.get_by_text("Waiting for an agent…")).to_be_visible()
+        await page.goto(tongue.demo(server.url, bank.slug))
+        await page.get_by_label(t("Your question")).fill(t("Speak to a person"))
+        await page.get_by_label(t("Your question")).press("Enter")
+        await expect(
+            page.get_by_text(t("Waiting for an agent… You can keep writing here: your messages go to them."))
+        ).to_be_visible()
 
         agent = await agents.new_page()
         await sign_in_page(agent, server.url, bank.slug)
         await agent.goto(f"{server.url}/console/queue")
-        await agent.get_by_role("button", name="Take").first.click()
-        await expect(page.get_by_text("You are chatting with Ana Agent.")).to_be_visible()
+        await agent.get_by_role("button", name=t("Take")).first.click()
+        await expect(page.get_by_text(t("You are chatting with {name}.", name="Ana Agent"))).to_be_visible()
         status = page.get_by_role("status")
         await expect(status).to_have_text("")
 
-        await agent.get_by_label("Your reply").press_sequentially("Let me look at your statement.")
-        await expect(status).to_have_text("Ana Agent is writing…")
+        await agent.get_by_label(t("Your reply (the customer reads it at once)")).press_sequentially(REPLY)
+        await expect(status).to_have_text(t("{name} is writing…", name="Ana Agent"))
+        await tongue.says_no_english(page, *bank_data(bank.slug))
         await screenshot(page, "widget-agent-writing")
-        await agent.get_by_role("button", name="Send").click()
-        await expect(page.locator(".msg.agent")).to_contain_text("Let me look at your statement.")
+        await agent.get_by_role("button", name=t("Send")).click()
+        await expect(page.locator(".msg.agent")).to_contain_text(REPLY)
         await expect(status).to_have_text("")
+        await tongue.says_no_english(page, *bank_data(bank.slug), REPLY)
+        await tongue.says_no_english(agent, *bank_data(bank.slug), REPLY)
     finally:
         await agents.close()
         await customers.close()
