@@ -14,7 +14,7 @@ from playwright.async_api import Page
 
 from app import locales
 from app.api.console.words import say
-from tests.pseudo_locale import PSEUDO, SOURCE, english_words
+from tests.pseudo_locale import PSEUDO, SOURCE, english_words, pseudo
 
 
 def _leaves(value: Any, path: tuple[str | int, ...] = ()) -> dict[str, tuple[str | int, ...]]:
@@ -69,6 +69,19 @@ class Tongue:
         for key in _english()[english]:
             words = words[key]
         return say(words, **slots)
+
+    def before(self, english: str, slot: str, **slots: object) -> str:
+        """`t` of `english` up to its `slot` (a time, a wait: what the test cannot know)."""
+        return self.t(english, **slots, **{slot: "\0"}).split("\0")[0]
+
+    def write(self, english: str) -> str:
+        """What a customer writes in this language where the English one writes `english`."""
+        return pseudo(english) if self.locale == PSEUDO else english
+
+    @property
+    def language(self) -> str:
+        """This language by its own name, as the console names a message's or a customer's."""
+        return locales.data(self.locale).name
 
     def demo(self, base_url: str, bank: str, customer: str = "C-1001") -> str:
         """The demo page of `bank` for `customer`, in this language."""
