@@ -6,6 +6,7 @@ through the locale."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -74,9 +75,27 @@ class Tongue:
         """`t` of `english` up to its `slot` (a time, a wait: what the test cannot know)."""
         return self.t(english, **slots, **{slot: "\0"}).split("\0")[0]
 
+    def pattern(self, english: str, **slots: str) -> re.Pattern[str]:
+        """`t` of `english` as a whole-text pattern, each slot a regex (what the test cannot know)."""
+        marks = {slot: f"\0{i}\0" for i, slot in enumerate(slots)}
+        text = re.escape(self.t(english, **marks))
+        for slot, mark in marks.items():
+            text = text.replace(re.escape(mark), slots[slot])
+        return re.compile(f"^{text}$")
+
+    def said(self, english: str, *data: str) -> str:
+        """What the service says in this language where it says `english` in en, `data` (amounts with
+        their currency, merchants' names) as it is: en-XA's words are en's, accented and lengthened."""
+        if self.locale != PSEUDO:
+            return english
+        if not data:
+            return pseudo(english)
+        parts = re.split("(" + "|".join(re.escape(d) for d in sorted(data, key=len, reverse=True)) + ")", english)
+        return "".join(part if part in data else pseudo(part) for part in parts)
+
     def write(self, english: str) -> str:
         """What a customer writes in this language where the English one writes `english`."""
-        return pseudo(english) if self.locale == PSEUDO else english
+        return self.said(english)
 
     @property
     def language(self) -> str:
