@@ -22,12 +22,14 @@ from app.data.knowledge import import_library
 from app.data.tenants import set_limits
 from app.domain.facts import compute_facts
 from app.domain.knowledge import ArticleIn
-from app.prompts import phrases
+from app.prompts import change, phrases
 from app.settings import Settings
 from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, GOOD_SHOWN, plan
 from bench.fakes.sglang_server import FakeSGLang, RunningFake, Script
 from tests.browser.helpers import pick_foreign_card, screenshot
+from tests.browser.tongue import Tongue, bank_data
 from tests.factories import account, customer, document
+from tests.pseudo_locale import SOURCE
 from tests.servers import Serve, ThreadedServer
 from tests.waiting import until
 
@@ -41,6 +43,8 @@ SHOWN = (
     " If anything is unclear, you can ask to speak to an agent here in the chat."
 )
 pytestmark = pytest.mark.bank(customer(), customer("C-2002", accounts=[account("B-1")]))
+# The answer's figures and merchant, as they are in any language.
+FIGURES = ("12.00 EUR", "124.99 EUR", "112.99 EUR", "City Gym")
 
 
 def payment_plans(fake: FakeSGLang) -> Callable[[str], Script | None]:
@@ -83,21 +87,24 @@ async def today_history(engine: AsyncEngine, bank: Any) -> Any:
     return history
 
 
-async def open_demo(page: Page, server: ThreadedServer, bank: Any, customer_ref: str = "C-1001") -> None:
-    await page.goto(f"{server.url}/demo?bank={bank.slug}&customer={customer_ref}")
-    await expect(page.get_by_label("Card")).to_have_value("A-1" if customer_ref == "C-1001" else "B-1")
+async def open_demo(
+    page: Page, server: ThreadedServer, bank: Any, tongue: Tongue, customer_ref: str = "C-1001"
+) -> None:
+    await page.goto(tongue.demo(server.url, bank.slug, customer_ref))
+    await expect(page.get_by_label(tongue.t("Card"))).to_have_value("A-1" if customer_ref == "C-1001" else "B-1")
 
 
 async def test_the_answer_streams_in_and_its_amounts_are_the_facts(
-    page: Page, serve: Any, bank: Any, fake_sglang: RunningFake, engine: AsyncEngine
+    page: Page, serve: Any, bank: Any, fake_sglang: RunningFake, engine: AsyncEngine, tongue: Tongue
 ) -> None:
+    t, locale = tongue.t, tongue.locale
     fake_sglang.fake.default = Script(text=ANSWER, token_delay_s=0.05)
     server = serve()
-    await open_demo(page, server, bank)
-    await page.get_by_role("button", name="Why is my bill higher than last month?").click()
+    await open_demo(page, server, bank, tongue)
+    await page.get_by_role("button", name=t("Why is my bill higher than last month?")).click()
 
-    answer = page.get_by_role("region", name="Answer")
-    await expect(page.get_by_role("status")).to_have_text("Writing your answer…")
+    answer = page.get_by_role("region", name=t("Answer"))
+    await expect(page.get_by_role("status")).to_have_text(t("Writing your answer…"))
     # The transcript is busy (a screen reader reads the answer once it is whole), the dots show it.
     await expect(page.get_by_role("log")).to_have_attribute("aria-busy", "true")
     await expect(page.locator(".msg.assistant .typing")).to_be_visible()
@@ -112,14 +119,14 @@ async def test_the_answer_streams_in_and_its_amounts_are_the_facts(
     await until("the answer to finish streaming", answered, every_s=0.03)
     assert len(lengths - {0}) >= 3, lengths  # it arrived claim by claim, not at once
     await expect(answer).to_have_attribute("data-source", "model")
-    await expect(answer).to_have_text(SHOWN)
-    await expect(page.get_by_role("status")).to_have_text("Answer ready.")
+    await expect(answer).to_have_text(tongue.said(SHOWN, *FIGURES))
+    await expect(page.get_by_role("status")).to_have_text(t("Answer ready."))
     await expect(page.get_by_role("log")).to_have_attribute("aria-busy", "false")
     await expect(page.locator(".msg.assistant .typing")).to_be_hidden()
 
     # The table shows exactly the facts computed from the database.
     facts = compute_facts(await today_history(engine, bank), date.today())
-    labels, status = phrases(facts.drivers, facts.payment.status, "en")
+    labels, status = phrases(facts.drivers, facts.payment.status, locale)
     table = page.locator("table.facts")
     assert await table.locator("[data-field=current]").inner_text() == f"{facts.statement.new_balance} EUR"
     assert await table.locator("[data-field=previous]").inner_text() == f"{facts.previous_balance} EUR"
@@ -127,35 +134,39 @@ async def test_the_answer_streams_in_and_its_amounts_are_the_facts(
     assert await table.locator("[data-field=minimum_due]").inner_text() == f"{facts.statement.minimum_due} EUR"
     assert await table.locator("[data-field=status]").inner_text() == status
     assert await table.locator("[data-field=drivers] li").all_inner_texts() == [
-        f"{label}: {d.amount} EUR more than last month" for label, d in zip(labels, facts.drivers, strict=True)
-    ]
+        f"{label}: {change(d.amount, 'EUR', locale)}" for label, d in zip(labels, facts.drivers, strict=True)
+    ]  # "purchases at “City Gym”: 12.00 EUR more than last month"
     assert facts.statement.new_balance == Decimal("124.99")
     assert facts.difference == Decimal("12.00")
+    await tongue.says_no_english(page, *bank_data(bank.slug))
     await screenshot(page, "widget-answer")
 
 
 async def test_a_narrow_phone_screen_works_with_the_keyboard(
-    browser: Browser, serve: Any, bank: Any, fake_sglang: RunningFake
+    browser: Browser, serve: Any, bank: Any, fake_sglang: RunningFake, tongue: Tongue
 ) -> None:
+    t = tongue.t
     fake_sglang.fake.default = Script(text=ANSWER)
     server = serve()
     context = await browser.new_context(viewport={"width": 360, "height": 740}, is_mobile=True, has_touch=True)
     page = await context.new_page()
     try:
-        await open_demo(page, server, bank)
+        await open_demo(page, server, bank, tongue)
         # Shift+Enter starts a new line; Enter sends.
-        question = page.get_by_label("Your question")
-        await question.fill("Why is my bill")
+        question = page.get_by_label(t("Your question"))
+        first, second = tongue.write("Why is my bill"), tongue.write("higher?")
+        await question.fill(first)
         await question.press("Shift+Enter")
-        await question.press_sequentially("higher?")
-        await expect(question).to_have_value("Why is my bill\nhigher?")
+        await question.press_sequentially(second)
+        await expect(question).to_have_value(f"{first}\n{second}")
         await expect(page.locator(".msg.customer")).to_have_count(0)  # nothing sent yet
         await question.press("Enter")
         await expect(question).to_have_value("")
-        await expect(page.get_by_role("log").get_by_text("Why is my bill\nhigher?")).to_be_visible()
-        await expect(page.get_by_role("region", name="Answer")).to_have_text(SHOWN)
+        await expect(page.get_by_role("log").get_by_text(f"{first}\n{second}")).to_be_visible()
+        await expect(page.get_by_role("region", name=t("Answer"))).to_have_text(tongue.said(SHOWN, *FIGURES))
         # The quick replies are the follow-ups now, in reach of the keyboard.
-        await expect(page.get_by_role("button", name="And why?")).to_be_visible()
+        await expect(page.get_by_role("button", name=t("And why?"))).to_be_visible()
+        await tongue.says_no_english(page, *bank_data(bank.slug))
         width = await page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
         assert width[0] <= width[1], f"horizontal scrolling: {width}"
         box = await page.locator("[data-bill-assistant]").bounding_box()
@@ -168,34 +179,32 @@ async def test_a_narrow_phone_screen_works_with_the_keyboard(
 
 
 async def test_a_new_question_stops_the_answer_being_written(
-    page: Page, serve: Any, bank: Any, fake_sglang: RunningFake, engine: AsyncEngine
+    page: Page, serve: Any, bank: Any, fake_sglang: RunningFake, engine: AsyncEngine, tongue: Tongue
 ) -> None:
+    t, said = tongue.t, tongue.said
     # The first answer goes on for long once its required claims are said (a claim that never closes).
     endless = ', {"claim": "period"' + ', "note": 1' * 300
     fake_sglang.fake.scripts.append(Script(text=endless, token_delay_s=0.05))
     fake_sglang.fake.answer_for = payment_plans(fake_sglang.fake)
     server = serve()
-    await open_demo(page, server, bank)
-    await page.get_by_role("button", name="Why is my bill higher than last month?").click()
-    answer = page.get_by_role("region", name="Answer")
+    await open_demo(page, server, bank, tongue)
+    await page.get_by_role("button", name=t("Why is my bill higher than last month?")).click()
+    answer = page.get_by_role("region", name=t("Answer"))
     await expect(answer).not_to_have_text("")  # the first answer is being written, slowly
-    await page.get_by_role("button", name="Did my payment arrive?").click()
+    await page.get_by_role("button", name=t("Did my payment arrive?")).click()
     facts = compute_facts(await today_history(engine, bank), date.today())
-    _, status = phrases(facts.drivers, facts.payment.status, "en")
+    _, status = phrases(facts.drivers, facts.payment.status, tongue.locale)
     # The status first, what an answer of that status holds (it depends on today's date), the model's own last.
-    await expect(answer).to_have_text(
-        re.compile(
-            rf"^The payment status of this statement: {re.escape(status)}\. .*"
-            r" This statement covers 1 October 2026 to 31 October 2026\.$"
-        )
-    )
+    opening = said("The payment status of this statement: ") + status + said(". ")
+    period = said(" This statement covers 1 October 2026 to 31 October 2026.")
+    await expect(answer).to_have_text(re.compile(f"^{re.escape(opening)}.*{re.escape(period)}$"))
     first = fake_sglang.fake.requests[0]["rid"]
     # The browser closed the first stream: the engine was told to stop.
     await until("the first stream's abort", lambda: first in fake_sglang.fake.aborted)
 
 
 async def test_a_claim_that_fails_its_check_never_reaches_the_page(
-    page: Page, serve: Any, bank: Any, fake_sglang: RunningFake
+    page: Page, serve: Any, bank: Any, fake_sglang: RunningFake, tongue: Tongue
 ) -> None:
     """The plan's third claim contradicts the facts (it says the bill is paid; it is unpaid): a log of
     every change to the answer's text proves the page never showed it; the engine request was aborted
@@ -204,7 +213,7 @@ async def test_a_claim_that_fails_its_check_never_reaches_the_page(
     text = plan(CHANGE_UP, DRIVER_1_UP, paid, {"claim": "period"}, {"claim": "next_step", "action": "agent"})
     fake_sglang.fake.default = Script(text=text, token_delay_s=0.03)
     server = serve()
-    await open_demo(page, server, bank)
+    await open_demo(page, server, bank, tongue)
     await page.evaluate(
         """() => {
             window.shown = [];
@@ -213,15 +222,17 @@ async def test_a_claim_that_fails_its_check_never_reaches_the_page(
             new MutationObserver(record).observe(root, {subtree: true, childList: true, characterData: true});
         }"""
     )
-    await page.get_by_role("button", name="Why is my bill higher than last month?").click()
-    answer = page.get_by_role("region", name="Answer")
+    await page.get_by_role("button", name=tongue.t("Why is my bill higher than last month?")).click()
+    answer = page.get_by_role("region", name=tongue.t("Answer"))
     await expect(answer).to_have_attribute("data-source", "fallback")
     shown: list[str] = await page.evaluate("window.shown")
-    assert any(GOOD_SHOWN in text for text in shown)  # the change and its cause, said before the contradiction
-    assert [text for text in shown if "payment status" in text] == []
-    assert [text for text in shown if "paid in full" in text] == []
+    good = tongue.said(GOOD_SHOWN, *FIGURES)
+    assert any(good in text for text in shown)  # the change and its cause, said before the contradiction
+    assert [text for text in shown if tongue.said("payment status") in text] == []
+    assert [text for text in shown if tongue.said("paid in full") in text] == []
     assert "{" not in "".join(shown)  # no unfilled slot either
-    await expect(answer).to_contain_text("12.00 EUR more than the 112.99 EUR on your previous statement")
+    more = tongue.said("12.00 EUR more than the 112.99 EUR on your previous statement", *FIGURES)
+    await expect(answer).to_contain_text(more)
     rid = fake_sglang.fake.requests[-1]["rid"]
     # The engine stopped writing at the failing claim.
     await until("the engine's abort", lambda: rid in fake_sglang.fake.aborted)
@@ -239,113 +250,123 @@ class BankSite:
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": self.html})
 
-    async def embed(self, assistant: str, api_key: str, customer_ref: str = "C-1001") -> None:
+    async def embed(self, assistant: str, api_key: str, lang: str, customer_ref: str = "C-1001") -> None:
         # What the bank's backend does: ask for the customer's token with its API key.
         async with httpx.AsyncClient(base_url=assistant) as client:
             r = await client.post(
                 "/v1/sessions", json={"customer_ref": customer_ref}, headers={"Authorization": f"Bearer {api_key}"}
             )
         token = r.json()["token"]
-        self.html = f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Bank</title></head>
+        self.html = f"""<!doctype html><html lang="{lang}"><head><meta charset="utf-8"><title>Bank</title></head>
             <body><h1>Your card</h1><div data-bill-assistant data-token="{token}" data-endpoint="{assistant}"></div>
             <script src="{assistant}/static/widget.js" defer></script></body></html>""".encode()
 
 
 @pytest.mark.parametrize("allowed", [True, False])
 async def test_the_widget_embeds_on_the_banks_own_site(
-    page: Page, serve: Any, bank: Any, fake_sglang: RunningFake, allowed: bool
+    page: Page, serve: Any, bank: Any, fake_sglang: RunningFake, allowed: bool, tongue: Tongue
 ) -> None:
+    t = tongue.t
     fake_sglang.fake.default = Script(text=ANSWER)
     site = BankSite()
     try:
         # The assistant lets the bank's origin call it from the browser (CORS), or does not.
         server = serve(WIDGET_ORIGINS=site.server.url if allowed else "https://elsewhere.example")
-        await site.embed(server.url, bank.key)
+        await site.embed(server.url, bank.key, tongue.locale)
         await page.goto(site.server.url)
         if not allowed:  # the browser refuses the cross-origin call: nothing leaks, the widget says so
             await expect(page.get_by_role("alert")).to_have_text(
-                "The connection was lost. Check your internet connection and try again."
+                t("The connection was lost. Check your internet connection and try again.")
             )
             return
-        await expect(page.get_by_label("Card")).to_have_value("A-1")
-        await page.get_by_role("button", name="Why is my bill higher than last month?").click()
-        await expect(page.get_by_role("region", name="Answer")).to_have_text(SHOWN)
+        await expect(page.get_by_label(t("Card"))).to_have_value("A-1")
+        await page.get_by_role("button", name=t("Why is my bill higher than last month?")).click()
+        await expect(page.get_by_role("region", name=t("Answer"))).to_have_text(tongue.said(SHOWN, *FIGURES))
+        # The bank's own page is the bank's: only the widget is the assistant's.
+        await tongue.says_no_english(page, *bank_data(bank.slug), "Bank", "Your card")
         await screenshot(page, "widget-on-bank-site")
     finally:
         site.server.stop()
 
 
-async def test_an_expired_session_says_so(page: Page, serve: Any, bank: Any) -> None:
+async def test_an_expired_session_says_so(page: Page, serve: Any, bank: Any, tongue: Tongue) -> None:
     server = serve(SESSION_TTL_S="1.5")
-    await open_demo(page, server, bank)
+    await open_demo(page, server, bank, tongue)
     await asyncio.sleep(1.6)
-    await page.get_by_role("button", name="Did my payment arrive?").click()
-    await expect(page.get_by_role("alert")).to_have_text(
-        "Your session has expired. Please reload the page to continue."
-    )
+    await page.get_by_role("button", name=tongue.t("Did my payment arrive?")).click()
+    expired = tongue.t("Your session has expired. Please reload the page to continue.")
+    await expect(page.get_by_role("alert")).to_have_text(expired)
+    await tongue.says_no_english(page, *bank_data(bank.slug))
     await screenshot(page, "widget-expired")
 
 
 async def test_rate_limits_and_overload_are_clear_messages(
-    browser: Browser, serve: Any, bank: Any, fake_sglang: RunningFake, engine: AsyncEngine
+    browser: Browser, serve: Any, bank: Any, fake_sglang: RunningFake, engine: AsyncEngine, tongue: Tongue
 ) -> None:
+    t = tongue.t
     fake_sglang.fake.default = Script(text=ANSWER, hang_s=2.0)
     fake_sglang.fake.answer_for = payment_plans(fake_sglang.fake)
     # One engine slot, a short queue: while one question is answered, the next is refused (503).
     server = serve(ENGINE_CAPACITY="1", QUEUE_DEADLINE_SCALE="0.01")
     first, second = await browser.new_page(), await browser.new_page()
     try:
-        await open_demo(first, server, bank)
-        await open_demo(second, server, bank, "C-2002")
-        await first.get_by_role("button", name="Did my payment arrive?").click()
-        await expect(first.get_by_role("status")).to_have_text("Writing your answer…")
-        await second.get_by_role("button", name="Did my payment arrive?").click()
-        await expect(second.get_by_role("alert")).to_contain_text("We are very busy right now. Please try again in")
+        await open_demo(first, server, bank, tongue)
+        await open_demo(second, server, bank, tongue, "C-2002")
+        await first.get_by_role("button", name=t("Did my payment arrive?")).click()
+        await expect(first.get_by_role("status")).to_have_text(t("Writing your answer…"))
+        await second.get_by_role("button", name=t("Did my payment arrive?")).click()
+        busy = tongue.pattern("We are very busy right now. Please try again in {s} seconds.", s=r"\d+")
+        await expect(second.get_by_role("alert")).to_have_text(busy)
+        await tongue.says_no_english(second, *bank_data(bank.slug), "B-1", "C-2002")
         await screenshot(second, "widget-busy")
-        await expect(first.get_by_role("region", name="Answer")).to_have_attribute(
+        await expect(first.get_by_role("region", name=t("Answer"))).to_have_attribute(
             "data-source", "model", timeout=10_000
         )
 
         async with engine.begin() as conn:
             await set_limits(conn, bank.slug, {"rate_limit_per_s": 0.001})  # one more, then 429
         # After an answer the quick replies are follow-ups: the question is typed and sent with Enter.
-        await first.get_by_label("Your question").fill("Why was I charged interest?")
-        await first.get_by_label("Your question").press("Enter")
-        await expect(first.get_by_role("status")).to_have_text("Writing your answer…")
-        await second.get_by_label("Your question").fill("Why was I charged interest?")
-        await second.get_by_label("Your question").press("Enter")
-        await expect(second.get_by_role("alert")).to_contain_text("You are asking faster than we can answer.")
+        interest = t("Why was I charged interest?")
+        await first.get_by_label(t("Your question")).fill(interest)
+        await first.get_by_label(t("Your question")).press("Enter")
+        await expect(first.get_by_role("status")).to_have_text(t("Writing your answer…"))
+        await second.get_by_label(t("Your question")).fill(interest)
+        await second.get_by_label(t("Your question")).press("Enter")
+        faster = "You are asking faster than we can answer. Please try again in {s} seconds."
+        await expect(second.get_by_role("alert")).to_have_text(tongue.pattern(faster, s=r"\d+"))
+        await tongue.says_no_english(second, *bank_data(bank.slug), "B-1", "C-2002")
     finally:
         await first.close()
         await second.close()
 
 
-async def test_network_loss_is_a_clear_message(page: Page, serve: Any, bank: Any) -> None:
+async def test_network_loss_is_a_clear_message(page: Page, serve: Any, bank: Any, tongue: Tongue) -> None:
     server = serve()
-    await open_demo(page, server, bank)
+    await open_demo(page, server, bank, tongue)
     await page.context.set_offline(True)
-    await page.get_by_role("button", name="Did my payment arrive?").click()
-    await expect(page.get_by_role("alert")).to_have_text(
-        "The connection was lost. Check your internet connection and try again."
-    )
+    await page.get_by_role("button", name=tongue.t("Did my payment arrive?")).click()
+    lost = tongue.t("The connection was lost. Check your internet connection and try again.")
+    await expect(page.get_by_role("alert")).to_have_text(lost)
+    await tongue.says_no_english(page, *bank_data(bank.slug))
     await screenshot(page, "widget-offline")
 
 
 async def test_another_customers_account_is_not_found(
-    page: Page, serve: Any, bank: Any, make_tenant: Any, load: Any
+    page: Page, serve: Any, bank: Any, make_tenant: Any, load: Any, tongue: Tongue
 ) -> None:
     other_bank = await make_tenant()
     await load(document(other_bank.slug, [customer(accounts=[account("Z-1")])]))  # also a C-1001
     server = serve()
-    await open_demo(page, server, bank)
+    await open_demo(page, server, bank, tongue)
     # Even if the page is tampered with, the token reaches only its own customer's accounts: not
     # another customer's at the same bank (B-1), nor another bank's customer with the same ref (Z-1).
     for ref in ("B-1", "Z-1"):
         await pick_foreign_card(page, ref)
         async with page.expect_response("**/v1/chat") as response:
-            await page.get_by_role("button", name="Did my payment arrive?").click()
+            await page.get_by_role("button", name=tongue.t("Did my payment arrive?")).click()
         assert (await response.value).status == 404
-        await expect(page.get_by_role("alert")).to_have_text("We could not find that card.")
+        await expect(page.get_by_role("alert")).to_have_text(tongue.t("We could not find that card."))
+        await tongue.says_no_english(page, *bank_data(bank.slug), ref)
     await screenshot(page, "widget-not-found")
 
 
@@ -378,7 +399,7 @@ async def test_the_demo_page_streams_from_the_real_embedded_model(page: Page, se
         "ANSWER_CACHE_FILL": "0",
     }
     server = served(Settings.from_env(env))
-    await open_demo(page, server, bank)
+    await open_demo(page, server, bank, Tongue(SOURCE))  # the model writes English: the demo's default
     await page.get_by_role("button", name="Why is my bill higher than last month?").click()
     table = page.locator("table.facts")
     await expect(table.locator("[data-field=difference]")).to_have_text("+12.00 EUR")
@@ -392,21 +413,25 @@ async def test_the_demo_page_streams_from_the_real_embedded_model(page: Page, se
 
 
 async def test_an_answer_from_the_banks_help_content_shows_its_source(
-    page: Page, serve: Any, bank: Any, engine: AsyncEngine
+    page: Page, serve: Any, bank: Any, engine: AsyncEngine, tongue: Tongue
 ) -> None:
-    text = "To dispute a charge, open it in the app and choose Dispute, or ask an agent in the chat."
+    """The bank's article, in the customer's language, quoted as the bank wrote it."""
+    t, write = tongue.t, tongue.write
+    title = write("Disputing a charge")
+    text = write("To dispute a charge, open it in the app and choose Dispute, or ask an agent in the chat.")
     article = ArticleIn(
-        id="dispute-how", locale="en", title="Disputing a charge", body=text, questions=["how do I dispute a charge"]
+        id="dispute-how", locale=tongue.locale, title=title, body=text, questions=[write("how do I dispute a charge")]
     )
     async with engine.begin() as conn:
         await import_library(conn, bank.id, [article])
     server = serve()
-    await open_demo(page, server, bank)
-    await page.get_by_label("Your question").fill("How do I dispute a charge?")
-    await page.get_by_label("Your question").press("Enter")
-    answer = page.get_by_role("region", name="Answer")
-    await expect(answer).to_have_text(f"From our help article “Disputing a charge”: {text}")
+    await open_demo(page, server, bank, tongue)
+    await page.get_by_label(t("Your question")).fill(write("How do I dispute a charge?"))
+    await page.get_by_label(t("Your question")).press("Enter")
+    answer = page.get_by_role("region", name=t("Answer"))
+    await expect(answer).to_have_text(tongue.said("From our help article “") + title + "”: " + text)
     sources = page.locator(".msg.assistant .sources")
-    await expect(sources).to_have_text("Source: Disputing a charge")
+    await expect(sources).to_have_text(f"{t('Source')}: {title}")
+    await tongue.says_no_english(page, *bank_data(bank.slug))
     await page.reload()  # the transcript keeps it
-    await expect(page.locator(".msg.assistant .sources")).to_have_text("Source: Disputing a charge")
+    await expect(page.locator(".msg.assistant .sources")).to_have_text(f"{t('Source')}: {title}")
