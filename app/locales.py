@@ -115,15 +115,18 @@ def check(locale: str | None) -> None:
         raise ValueError(f"locale must be one of {', '.join(registry())}")
 
 
-def closest(requested: str | None, language: str | None = None) -> str | None:
+def closest(requested: str | None, language: str | None = None, page: str | None = None) -> str | None:
     """The locale to answer in: the question's language (`language`, as detected), said the way the
     requested locale says it where the two share the language ("en" asked on an "en-XA" page is
-    "en-XA"); the requested locale when the question's language is unknown."""
+    "en-XA"), else the way the `page` does (the widget's page, whatever the conversation spoke last:
+    "en" asked after a Chinese answer on an "en-XA" page is "en-XA"); the requested locale when the
+    question's language is unknown."""
     known = registry()
     if language is None:
         return requested if requested in known else None
-    if requested in known and known[requested].language == language:
-        return requested
+    for candidate in (requested, page):
+        if candidate in known and known[candidate].language == language:
+            return candidate
     same = [name for name, d in known.items() if d.language == language]
     return language if language in same else next(iter(same), None)
 

@@ -60,6 +60,13 @@ class ChatRequest(AccountQuestion, forbid_unknown_fields=True, frozen=True):
     first event of the answer carries its id)."""
 
     conversation_id: uuid.UUID | None = None
+    # The page's own locale, as it set the widget's: a question in its language is answered the way
+    # the page says it ("en-GB", not "en"), whatever language the conversation spoke last (`locale`).
+    page_locale: RequestLocale | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        locales.check(self.page_locale)
 
 
 class ExplanationRequest(AccountQuestion, forbid_unknown_fields=True, frozen=True):

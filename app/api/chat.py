@@ -70,10 +70,13 @@ class ChatController(Controller):
                 return await to_person(request, answers, customer, continued.conversation.id, data)
             conversation, thread = continued.conversation, continued.thread
         conversation_id = conversation.id if conversation else uuid.uuid4()
+        language = language_of(data.question)
+        # Asked the way the page says the question's language, after a turn in another one too.
+        asked = locales.closest(data.locale, language, data.page_locale) if data.page_locale else data.locale
         ask = Ask(
             principal=principal,
             request=ExplanationRequest(
-                account_ref=data.account_ref, question=data.question, as_of=data.as_of, locale=data.locale
+                account_ref=data.account_ref, question=data.question, as_of=data.as_of, locale=asked
             ),
             channel="widget",
             customer_ref=customer.customer_ref,
@@ -84,7 +87,7 @@ class ChatController(Controller):
         # The language the question was written in (a new conversation's: what the console calls it).
         # said the way the page says that language (app/locales.py: "en" on an "en-XA" page is "en-XA").
         page = conversation.locale if conversation else data.locale
-        written_in = locales.closest(page, language_of(data.question)) or page or locales.default()
+        written_in = locales.closest(page, language, data.page_locale) or page or locales.default()
         turn = NewTurn(
             principal=principal,
             customer_ref=customer.customer_ref,

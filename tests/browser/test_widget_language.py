@@ -21,13 +21,15 @@ from app.data.tenants import set_limits
 from app.settings import Settings
 from bench.fakes.sglang_server import RunningFake, Script
 from tests.browser.helpers import pick_foreign_card, screenshot, widget_text
+from tests.browser.tongue import Tongue, bank_data
 from tests.console import sign_in_page
-from tests.pseudo_locale import PSEUDO, english_words, pseudo_locales
+from tests.pseudo_locale import PSEUDO, SOURCE, english_words, pseudo_locales
 from tests.servers import Serve, ThreadedServer
 
 pytestmark = pytest.mark.bank(agents=("ana",))
 # What the widget shows as it is, in any language: the card, the currency's code, a merchant's name.
 DATA = ("A-1", "EUR", "City Gym", "FreshMart", "C-1001", "Enter", "Shift+Enter")
+DONE = "Done: you will see it on your next statement."  # what the agent writes, as it is
 SERVICE = {
     "DEMO_PAGE": "1",
     "COOKIE_SECURE": "0",
@@ -47,20 +49,26 @@ async def ask(page: Page, question: str) -> None:
     await page.locator("textarea").press("Enter")
 
 
-async def sign_in_and_take(browser: Browser, server: ThreadedServer, bank: Any) -> Page:
+async def sign_in_and_take(browser: Browser, server: ThreadedServer, bank: Any, tongue: Tongue) -> Page:
     """An agent signs in to the console and takes C-1001's waiting conversation."""
+    t = tongue.t
     agent = await (await browser.new_context(viewport={"width": 1280, "height": 900})).new_page()
     await sign_in_page(agent, server.url, bank.slug)
     await agent.goto(f"{server.url}/console/queue")
-    await agent.get_by_role("row").filter(has_text="C-1001").get_by_role("button", name="Take").first.click()
-    await expect(agent.get_by_role("heading", name="Conversation with C-1001")).to_be_visible()
+    await agent.get_by_role("row").filter(has_text="C-1001").get_by_role("button", name=t("Take")).first.click()
+    await expect(
+        agent.get_by_role("heading", name=t("Conversation with {customer}", customer="C-1001"))
+    ).to_be_visible()
     return agent
 
 
-async def test_a_chinese_conversation_on_an_english_page_shows_no_english(page: Page, serve: Any, bank: Any) -> None:
+async def test_a_chinese_conversation_on_an_english_page_shows_no_english(
+    page: Page, serve: Any, bank: Any, tongue: Tongue
+) -> None:
+    t = tongue.t
     server = serve()
-    await page.goto(f"{server.url}/demo?bank={bank.slug}&customer=C-1001")
-    await expect(page.get_by_label("Card")).to_have_value("A-1")
+    await page.goto(tongue.demo(server.url, bank.slug))
+    await expect(page.get_by_label(t("Card"))).to_have_value("A-1")
     await ask(page, "为什么这个月的账单比上个月高？")
     await expect(page.locator(".msg.assistant .answer[aria-busy=false]")).to_have_count(1)
     # Everything the customer now looks at is Chinese: the follow-ups, the status, the table, the form.
@@ -69,53 +77,60 @@ async def test_a_chinese_conversation_on_an_english_page_shows_no_english(page: 
     await expect(page.locator("section")).to_have_attribute("lang", "zh-CN")
     await expect(page.locator("table.facts [data-field=drivers] li")).to_contain_text("比上月多12.00欧元")
     assert english_words(await widget_text(page), DATA) == []
-    await screenshot(page, "widget-language-zh-on-en")
+    await screenshot(page, f"widget-language-zh-on-{tongue.locale}")
 
-    # An English question turns it back.
-    await ask(page, "When is it due?")
+    # A question in the page's language turns it back.
+    await ask(page, t("When is it due?"))
     await expect(page.locator(".msg.assistant .answer[aria-busy=false]")).to_have_count(2)
-    await expect(page.get_by_role("button", name="When is it due?")).to_be_visible()
-    await expect(page.get_by_role("status")).to_have_text("Answer ready.")
+    await expect(page.get_by_role("button", name=t("When is it due?"))).to_be_visible()
+    await expect(page.get_by_role("status")).to_have_text(t("Answer ready."))
+    await tongue.says_no_english(page, *DATA, *bank_data(bank.slug))
 
 
 async def test_a_verified_answer_after_nothing_was_shown_says_where_it_is_from(
-    page: Page, serve: Any, bank: Any, fake_sglang: RunningFake
+    page: Page, serve: Any, bank: Any, fake_sglang: RunningFake, tongue: Tongue
 ) -> None:
+    t = tongue.t
     # A charge question names no line: the plan requires no claim, so no word is shown before the
     # model's plan, which is refused.
     fake_sglang.fake.default = Script(text="not json")
     server = serve(ENGINE="sglang", SGLANG_URL=fake_sglang.url)
-    await page.goto(f"{server.url}/demo?bank={bank.slug}&customer=C-1001")
-    await expect(page.get_by_label("Card")).to_have_value("A-1")
-    await ask(page, "What is this charge on my statement?")
-    answer = page.get_by_role("region", name="Answer")
+    await page.goto(tongue.demo(server.url, bank.slug))
+    await expect(page.get_by_label(t("Card"))).to_have_value("A-1")
+    await ask(page, tongue.write("What is this charge on my statement?"))
+    answer = page.get_by_role("region", name=t("Answer"))
     await expect(answer).to_have_attribute("data-source", "fallback")
-    await expect(page.locator(".msg.assistant .note")).to_have_text("Here is the answer from your statement.")
-    await expect(page.get_by_text("We replaced the draft")).to_have_count(0)
+    await expect(page.locator(".msg.assistant .note")).to_have_text(t("Here is the answer from your statement."))
+    replaced = t("We replaced the draft with an answer checked against your statement.")
+    await expect(page.get_by_text(replaced)).to_have_count(0)
+    await tongue.says_no_english(page, *DATA, *bank_data(bank.slug))
 
 
 async def test_the_status_line_clears_when_a_person_has_the_conversation(
-    browser: Browser, page: Page, serve: Any, bank: Any
+    browser: Browser, page: Page, serve: Any, bank: Any, tongue: Tongue
 ) -> None:
+    t, write = tongue.t, tongue.write
     server = serve()
-    await page.goto(f"{server.url}/demo?bank={bank.slug}&customer=C-1001")
-    await expect(page.get_by_label("Card")).to_have_value("A-1")
-    await page.get_by_role("button", name="Why is my bill higher than last month?").click()
-    await expect(page.get_by_role("status")).to_have_text("Answer ready.")
-    await ask(page, "I want to speak to a person")
-    await expect(page.get_by_text("Waiting for an agent…")).to_be_visible()
+    await page.goto(tongue.demo(server.url, bank.slug))
+    await expect(page.get_by_label(t("Card"))).to_have_value("A-1")
+    await page.get_by_role("button", name=t("Why is my bill higher than last month?")).click()
+    await expect(page.get_by_role("status")).to_have_text(t("Answer ready."))
+    await ask(page, write("I want to speak to a person"))
+    waiting = t("Waiting for an agent… You can keep writing here: your messages go to them.")
+    await expect(page.get_by_text(waiting)).to_be_visible()
     await expect(page.get_by_role("status")).to_have_text("")  # not "Answer ready." under the handover
 
-    agent = await sign_in_and_take(browser, server, bank)
+    agent = await sign_in_and_take(browser, server, bank, tongue)
     try:
-        await expect(page.get_by_text("You are chatting with Ana Agent.")).to_be_visible()
+        await expect(page.get_by_text(t("You are chatting with {name}.", name="Ana Agent"))).to_be_visible()
         await expect(page.get_by_role("status")).to_have_text("")
-        await ask(page, "Can you waive the gym fee?")
-        await expect(page.get_by_role("status")).to_have_text("Your message was passed to the agent.")
-        await agent.get_by_label("Your reply").fill("Done: you will see it on your next statement.")
-        await agent.get_by_role("button", name="Send").click()
+        await ask(page, write("Can you waive the gym fee?"))
+        await expect(page.get_by_role("status")).to_have_text(t("Your message was passed to the agent."))
+        await agent.get_by_label(t("Your reply (the customer reads it at once)")).fill(DONE)
+        await agent.get_by_role("button", name=t("Send")).click()
         await expect(page.locator(".msg.agent")).to_have_count(1)
         await expect(page.get_by_role("status")).to_have_text("")  # the agent's reply is the news now
+        await tongue.says_no_english(page, *DATA, *bank_data(bank.slug), DONE)
     finally:
         await agent.context.close()
 
@@ -153,7 +168,7 @@ async def test_in_the_pseudo_locale_every_string_passes_through_the_locale(
     assert english_words(await widget_text(page), allowed) == []
     await page.get_by_role("button", name=asked[2]).click()
     await expect(page.locator(".banner")).to_be_visible()
-    agent = await sign_in_and_take(browser, server, bank)
+    agent = await sign_in_and_take(browser, server, bank, Tongue(SOURCE))
     try:
         await expect(page.locator(".banner.agent")).to_be_visible()
         assert english_words(await widget_text(page), (*allowed, "Ana Agent")) == []
@@ -206,17 +221,19 @@ async def test_in_the_pseudo_locale_every_refusal_passes_through_the_locale(
     assert english_words(await widget_text(page), DATA) == []
 
 
-async def test_on_a_phone_the_statement_table_is_read_whole(browser: Browser, serve: Any, bank: Any) -> None:
+async def test_on_a_phone_the_statement_table_is_read_whole(
+    browser: Browser, serve: Any, bank: Any, tongue: Tongue
+) -> None:
     """At 375x667 the conversation is part of the page, which scrolls: no scroll area inside the widget
     cuts the statement table off."""
     server = serve()
     context = await browser.new_context(viewport={"width": 375, "height": 667}, is_mobile=True, has_touch=True)
     page = await context.new_page()
     try:
-        await page.goto(f"{server.url}/demo?bank={bank.slug}&customer=C-1001")
-        await expect(page.get_by_label("Card")).to_have_value("A-1")
-        await page.get_by_role("button", name="Why is my bill higher than last month?").click()
-        await expect(page.get_by_role("status")).to_have_text("Answer ready.")
+        await page.goto(tongue.demo(server.url, bank.slug))
+        await expect(page.get_by_label(tongue.t("Card"))).to_have_value("A-1")
+        await page.get_by_role("button", name=tongue.t("Why is my bill higher than last month?")).click()
+        await expect(page.get_by_role("status")).to_have_text(tongue.t("Answer ready."))
         table = page.locator("table.facts")
         await table.scroll_into_view_if_needed()
         await expect(table).to_be_in_viewport(ratio=0.99)  # all of it at once (but sub-pixel rounding)

@@ -56,7 +56,18 @@ def bank_data(slug: str) -> tuple[str, ...]:
     its customer and her card, their merchants and the currency's code, its agent, and the language
     its customers prefer by its own name ("English")."""
     customers = locales.data(SOURCE).name
-    return (f"Bank {slug}", "Ann Lee", "C-1001", "A-1", "EUR", "City Gym", "FreshMart", "Ana Agent", customers)
+    return (
+        f"Bank {slug}",
+        "Ann Lee",
+        "C-1001",
+        "A-1",
+        "EUR",
+        "City Gym",
+        "FreshMart",
+        "Netflix",
+        "Ana Agent",
+        customers,
+    )
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,10 @@ def test_the_pseudo_locale_registers_itself_from_its_folder() -> None:
     assert locales.money(Decimal("-64.38"), "EUR", PSEUDO) == "-64.38 EUR"
     assert locales.closest(PSEUDO, "en") == PSEUDO  # an English question on an en-XA page
     assert locales.closest(PSEUDO, "zh-CN") == "zh-CN"
+    # After a Chinese answer, an English question on the en-XA page is answered the page's way.
+    assert locales.closest("zh-CN", "en", PSEUDO) == PSEUDO
+    assert locales.closest("zh-CN", "en") == "en"  # without the page: English's first locale
+    assert locales.closest("zh-CN", None, PSEUDO) == "zh-CN"  # a language not said: as the conversation
 
 
 def test_a_question_the_widget_suggests_in_en_xa_reads_as_its_english_source() -> None:

@@ -181,7 +181,8 @@
     const all = await loadWords(endpoint);
     if (host.shadowRoot) return; // mounted meanwhile
     // The conversation's language: the page's at first, each answer's once it comes (app/locales.py).
-    let locale = pickLocale(options.locale, all);
+    const page = pickLocale(options.locale, all);
+    let locale = page;
     let t = all.locales[locale].words;
     const auth = { Authorization: `Bearer ${options.token}` };
     const key = storageKey(options.token || "");
@@ -626,7 +627,7 @@
       let finished = false;
       let started = false;
       try {
-        const body = { account_ref: select.value, question, locale };
+        const body = { account_ref: select.value, question, locale, page_locale: page };
         if (conversationId) body.conversation_id = conversationId;
         const response = await fetch(`${endpoint}/v1/chat`, {
           method: "POST",
