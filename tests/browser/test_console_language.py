@@ -21,9 +21,10 @@ from app.domain.knowledge import ArticleIn
 from app.settings import Settings
 from bench.fakes.sglang_server import RunningFake, Script
 from tests.browser.helpers import screenshot
+from tests.browser.tongue import Tongue, bank_data
 from tests.chat_streams import BAD
 from tests.console import PASSWORD
-from tests.pseudo_locale import PSEUDO, english_words, pseudo_locales
+from tests.pseudo_locale import PSEUDO, pseudo_locales
 from tests.servers import Serve
 
 ARTICLE = ArticleIn(
@@ -39,23 +40,9 @@ QUESTION = "Why is my bill higher than last month?"
 # What the answer's page shows of the engine as it is: the engine's name.
 ENGINE = "sglang"
 REPLY = "Let me look."
-# What the console shows as it is, in any language: the customer, her card and its merchants, the
-# agent, the bank's article, what the agent typed.
-DATA = (
-    "Ann Lee",
-    "C-1001",
-    "A-1",
-    "EUR",
-    "City Gym",
-    "FreshMart",
-    "Ana Agent",
-    ARTICLE.id,
-    ARTICLE.title,
-    ARTICLE.body,
-    *ARTICLE.tags,
-    QUESTION,
-    REPLY,
-)
+# What the console shows as it is, in any language, besides the bank's own (tests/browser/tongue.py
+# `bank_data`): the bank's article, what the agent typed.
+DATA = (ARTICLE.id, ARTICLE.title, ARTICLE.body, *ARTICLE.tags, QUESTION, REPLY)
 
 
 @pytest.fixture
@@ -64,20 +51,8 @@ def console_in_pseudo(tmp_path: Path) -> Iterator[Path]:
         yield folder
 
 
-async def page_text(page: Page) -> str:
-    """All a page says: its title, its visible text (screen-reader-only text too), and its labels."""
-    text: str = await page.evaluate(
-        """() => [document.title, document.body.innerText,
-                  ...[...document.querySelectorAll("[aria-label], [placeholder], [title]")].flatMap(
-                      (node) => [node.getAttribute("aria-label"), node.getAttribute("placeholder"), node.title])
-                 ].filter(Boolean).join("\\n")"""
-    )
-    return text
-
-
-async def says_no_english(page: Page, *data: str) -> None:
-    found = english_words(await page_text(page), (*DATA, *data))
-    assert found == [], (page.url, found)
+async def says_no_english(page: Page, bank: Any, *data: str) -> None:
+    await Tongue(PSEUDO).says_no_english(page, *bank_data(bank.slug), *DATA, *data)
 
 
 async def test_in_the_pseudo_locale_every_console_page_passes_through_the_locale(
@@ -95,7 +70,7 @@ async def test_in_the_pseudo_locale_every_console_page_passes_through_the_locale
     # The service's front page, then signing in, once with a wrong password.
     await agent.goto(f"{server.url}/")
     await expect(agent.locator("html")).to_have_attribute("lang", PSEUDO)
-    await says_no_english(agent)
+    await says_no_english(agent, bank)
     await agent.get_by_role("link", name=w["home"]["console_link"]).click()
     await expect(agent.locator("html")).to_have_attribute("lang", PSEUDO)
     await agent.locator("#tenant").fill(bank.slug)
@@ -103,16 +78,16 @@ async def test_in_the_pseudo_locale_every_console_page_passes_through_the_locale
     await agent.locator("#password").fill("not the password")
     await agent.locator("button[type=submit]").click()
     await expect(agent.get_by_role("alert")).to_have_text(w["errors"]["wrong_login"])
-    await says_no_english(agent, f"Bank {bank.slug}")
+    await says_no_english(agent, bank)
     await agent.locator("#password").fill(PASSWORD)
     await agent.locator("button[type=submit]").click()
     await expect(agent.get_by_role("heading", level=1)).to_have_text(w["page"]["find"])
-    await says_no_english(agent, f"Bank {bank.slug}")
+    await says_no_english(agent, bank)
 
     # The queue, empty, then filled by its script as the customer asks for a person.
     await agent.goto(f"{server.url}/console/queue")
     await expect(agent.locator("#queue-empty")).to_have_text(w["page"]["queue"]["empty"])
-    await says_no_english(agent, f"Bank {bank.slug}")
+    await says_no_english(agent, bank)
     await customer.goto(f"{server.url}/demo?bank={bank.slug}&customer=C-1001&locale={PSEUDO}")
     await expect(customer.locator("select")).to_have_value("A-1")
     await customer.get_by_role("button", name=widget["suggested"][0]).click()
@@ -122,51 +97,50 @@ async def test_in_the_pseudo_locale_every_console_page_passes_through_the_locale
     row = agent.locator("#queue tr")
     await expect(row).to_have_count(1, timeout=10_000)
     await expect(row.locator(".reason")).to_have_text(w["handover_reason"]["requested"])
-    await says_no_english(agent, f"Bank {bank.slug}")
+    await says_no_english(agent, bank)
 
     # The conversation: taken, the customer's next message arriving through the feed, a reply.
     await row.get_by_role("button").click()
     title = w["page"]["conversation"]["title"].replace("{customer}", "C-1001")
     await expect(agent.get_by_role("heading", level=1)).to_have_text(title)
-    await says_no_english(agent, f"Bank {bank.slug}")
+    await says_no_english(agent, bank)
     shown = await agent.locator("#transcript li").count()
     await customer.locator("textarea").fill(widget["suggested"][1])
     await customer.locator("textarea").press("Enter")
     await expect(agent.locator("#transcript li")).to_have_count(shown + 1)
-    await says_no_english(agent, f"Bank {bank.slug}")
+    await says_no_english(agent, bank)
     await agent.locator("#text").fill(REPLY)
     await agent.locator("form.stack button[type=submit]").click()
     await expect(agent.locator("#transcript li.agent")).to_contain_text(REPLY)
-    await says_no_english(agent, f"Bank {bank.slug}")
+    await says_no_english(agent, bank)
     await screenshot(agent, "console-pseudo-locale")
 
     # Finding the customer, her account, a question streamed and its audited answer.
     await agent.goto(f"{server.url}/console?q=C-1001")
     await expect(agent.locator("ul.customers li")).to_have_count(2)  # Ann, and her one account
-    await says_no_english(agent, f"Bank {bank.slug}")
+    await says_no_english(agent, bank)
     await agent.goto(f"{server.url}/console/accounts/A-1")
-    # Ann prefers en, and an answer's language may be en: shown by its own name too ("English").
-    english = locales.data("en").name
-    await says_no_english(agent, f"Bank {bank.slug}", english)
+    # Ann prefers en, and an answer's language may be en: shown by its own name too (`bank_data`).
+    await says_no_english(agent, bank)
     await agent.locator("#question").fill(QUESTION)
     await agent.locator("#locale").select_option(PSEUDO)
     await agent.locator("form[data-stream] button[type=submit]").click()
     await expect(agent.locator("#live-details")).to_be_visible()
-    await says_no_english(agent, f"Bank {bank.slug}", english)
+    await says_no_english(agent, bank)
     await agent.locator("#live-details").click()
     await expect(agent.locator("#source")).to_have_text(w["source"]["fallback"])
-    await says_no_english(agent, f"Bank {bank.slug}", english)
+    await says_no_english(agent, bank)
 
     # The help library, an article, and a page that is not there.
     await agent.goto(f"{server.url}/console/library")
-    await says_no_english(agent, f"Bank {bank.slug}", english)  # the article's language
+    await says_no_english(agent, bank)  # the article's language
     await agent.goto(f"{server.url}/console/library/en/{ARTICLE.id}")
-    await says_no_english(agent, f"Bank {bank.slug}", english)
+    await says_no_english(agent, bank)
     response = await agent.goto(f"{server.url}/console/accounts/B-404")
     assert response is not None
     assert response.status == 404
     await expect(agent.get_by_role("alert")).to_have_text(w["errors"]["not_found_message"])
-    await says_no_english(agent, f"Bank {bank.slug}")
+    await says_no_english(agent, bank)
 
 
 async def test_in_the_pseudo_locale_a_refused_answer_says_why_in_the_locale(
@@ -195,11 +169,10 @@ async def test_in_the_pseudo_locale_a_refused_answer_says_why_in_the_locale(
     said = w["payment_status"]
     await expect(agent.locator("#live-note")).to_contain_text(w["fallback_reason"]["status_claim"])
     await expect(agent.locator("#live-note")).to_contain_text(said["paid"])
-    english = locales.data("en").name
-    await says_no_english(agent, f"Bank {bank.slug}", english)
+    await says_no_english(agent, bank)
 
     await agent.locator("#live-details").click()
     await expect(agent.locator("#source")).to_have_text(w["source"]["fallback"])
     await expect(agent.locator("body")).to_contain_text(w["claim_kind"]["payment_status"])
-    await says_no_english(agent, f"Bank {bank.slug}", english, ENGINE)
+    await says_no_english(agent, bank, ENGINE)
     await screenshot(agent, "console-pseudo-locale-refused")
