@@ -43,10 +43,12 @@ async def page(browser: Browser) -> AsyncIterator[Page]:
     await context.close()
 
 
-@pytest.fixture(params=[SOURCE, PSEUDO])
+@pytest.fixture
 def tongue(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Tongue]:
-    """The test once in English and once in en-XA (tests/browser/tongue.py), the console speaking it too."""
-    if request.param == SOURCE:
+    """The language the test runs in (tests/browser/tongue.py): en-XA, the console speaking it too; a
+    test that reads English as well says so (`@pytest.mark.parametrize("tongue", BOTH, indirect=True)`)."""
+    locale = getattr(request, "param", PSEUDO)
+    if locale == SOURCE:
         yield Tongue(SOURCE)
         return
     with pseudo_locales(tmp_path / "locales", console=True):

@@ -21,7 +21,7 @@ from app.settings import Settings
 from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, GOOD_SHOWN, plan
 from bench.fakes.sglang_server import RunningFake, Script
 from tests.browser.helpers import screenshot
-from tests.browser.tongue import Tongue, bank_data
+from tests.browser.tongue import BOTH, Tongue, bank_data
 from tests.chat_streams import BAD
 from tests.console import sign_in_page
 from tests.factories import account, customer, document, tx
@@ -61,6 +61,7 @@ def server(served: Serve, fake_sglang: RunningFake) -> ThreadedServer:
     return served(Settings.from_env(env))
 
 
+@pytest.mark.parametrize("tongue", BOTH, indirect=True)
 async def test_an_agent_asks_and_reads_the_answers_waterfall(
     page: Page, server: ThreadedServer, bank: Any, engine: AsyncEngine, fake_sglang: RunningFake, tongue: Tongue
 ) -> None:

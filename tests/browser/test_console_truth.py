@@ -22,7 +22,7 @@ from app.settings import Settings
 from bench.fakes.plans import GOOD
 from bench.fakes.sglang_server import RunningFake, Script
 from tests.browser.helpers import screenshot
-from tests.browser.tongue import Tongue, bank_data
+from tests.browser.tongue import BOTH, Tongue, bank_data
 from tests.chat_streams import TO_A_PERSON, last_events
 from tests.console import sign_in_page
 from tests.pseudo_locale import SOURCE
@@ -178,6 +178,7 @@ async def _names(row: Locator) -> list[str]:
 
 
 @pytest.mark.parametrize("chat", ["server"], indirect=True)
+@pytest.mark.parametrize("tongue", BOTH, indirect=True)
 async def test_a_chinese_conversation_marks_every_message_with_its_own_language(
     page: Page, server: ThreadedServer, bank: Any, chat: Customer, tongue: Tongue
 ) -> None:

@@ -21,7 +21,7 @@ from app.domain.facts import compute_facts
 from app.prompts import change, phrases, render_notice
 from app.settings import Settings
 from tests.browser.helpers import screenshot
-from tests.browser.tongue import Tongue, bank_data
+from tests.browser.tongue import BOTH, Tongue, bank_data
 from tests.console import sign_in_page
 from tests.factories import CAFE_LOVER, customer
 from tests.servers import Serve, ThreadedServer
@@ -65,6 +65,7 @@ async def answered(page: Page, n: int, tongue: Tongue) -> None:
     await expect(page.get_by_role("status")).to_have_text(tongue.t("Answer ready."))
 
 
+@pytest.mark.parametrize("tongue", BOTH, indirect=True)
 async def test_a_follow_up_then_a_person_replies_live(
     browser: Browser,
     page: Page,
@@ -199,6 +200,7 @@ async def test_a_follow_up_then_a_person_replies_live(
         await other.close()
 
 
+@pytest.mark.parametrize("tongue", BOTH, indirect=True)
 async def test_a_chinese_question_on_an_english_page_is_answered_in_chinese(
     page: Page, server: ThreadedServer, bank: Any, tongue: Tongue
 ) -> None:

@@ -27,7 +27,7 @@ from app.settings import Settings
 from bench.fakes.plans import CHANGE_UP, DRIVER_1_UP, GOOD_SHOWN, plan
 from bench.fakes.sglang_server import FakeSGLang, RunningFake, Script
 from tests.browser.helpers import pick_foreign_card, screenshot
-from tests.browser.tongue import Tongue, bank_data
+from tests.browser.tongue import BOTH, Tongue, bank_data
 from tests.factories import account, customer, document
 from tests.pseudo_locale import SOURCE
 from tests.servers import Serve, ThreadedServer
@@ -94,6 +94,7 @@ async def open_demo(
     await expect(page.get_by_label(tongue.t("Card"))).to_have_value("A-1" if customer_ref == "C-1001" else "B-1")
 
 
+@pytest.mark.parametrize("tongue", BOTH, indirect=True)
 async def test_the_answer_streams_in_and_its_amounts_are_the_facts(
     page: Page, serve: Any, bank: Any, fake_sglang: RunningFake, engine: AsyncEngine, tongue: Tongue
 ) -> None:

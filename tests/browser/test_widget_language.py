@@ -21,7 +21,7 @@ from app.data.tenants import set_limits
 from app.settings import Settings
 from bench.fakes.sglang_server import RunningFake, Script
 from tests.browser.helpers import pick_foreign_card, screenshot, widget_text
-from tests.browser.tongue import Tongue, bank_data
+from tests.browser.tongue import BOTH, Tongue, bank_data
 from tests.console import sign_in_page
 from tests.pseudo_locale import PSEUDO, SOURCE, english_words, pseudo_locales
 from tests.servers import Serve, ThreadedServer
@@ -62,6 +62,7 @@ async def sign_in_and_take(browser: Browser, server: ThreadedServer, bank: Any, 
     return agent
 
 
+@pytest.mark.parametrize("tongue", BOTH, indirect=True)
 async def test_a_chinese_conversation_on_an_english_page_shows_no_english(
     page: Page, serve: Any, bank: Any, tongue: Tongue
 ) -> None:

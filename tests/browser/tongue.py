@@ -1,8 +1,9 @@
-"""The language a browser test runs in: English, and en-XA, the generated pseudo-locale
-(tests/pseudo_locale.py), in which the console and the widget speak it. A test says what a person
-reads in English, as the locale's words say it (`t`: any other text fails), and reads it in the
-language it runs in; in en-XA, `says_no_english` finds any text that reached the page without passing
-through the locale."""
+"""The language a browser test runs in: en-XA, the generated pseudo-locale (tests/pseudo_locale.py),
+which the console and the widget then speak, and English too where a test asks for `BOTH` (the
+answers' exact English text, a conversation that changes language). A test says what a person reads
+in English, as en's words say it (`t`: any other text fails), and reads it in the language it runs
+in; in en-XA, an English word on a screen is a string that skipped the locale (`says_no_english`).
+en-XA is en, accented and lengthened, so a test that passes in it holds for English's words too."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from playwright.async_api import Page
 from app import locales
 from app.api.console.words import say
 from tests.pseudo_locale import PSEUDO, SOURCE, english_words, pseudo
+
+BOTH = (SOURCE, PSEUDO)  # for `@pytest.mark.parametrize("tongue", BOTH, indirect=True)`
 
 
 def _leaves(value: Any, path: tuple[str | int, ...] = ()) -> dict[str, tuple[str | int, ...]]:
