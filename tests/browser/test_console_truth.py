@@ -25,7 +25,6 @@ from tests.browser.helpers import screenshot
 from tests.browser.tongue import BOTH, Tongue, bank_data
 from tests.chat_streams import TO_A_PERSON, last_events
 from tests.console import sign_in_page
-from tests.pseudo_locale import SOURCE
 from tests.servers import Serve, ThreadedServer
 from tests.waiting import until
 
@@ -50,13 +49,15 @@ def cached_server(served: Serve, fake_sglang: RunningFake) -> ThreadedServer:
 
 
 class Customer:
-    """A customer's chat, through the real API, on a page in `locale`: each turn's events by name."""
+    """A customer's chat, through the real API, on a page in `locale`, as the widget asks: each turn's
+    events by name."""
 
     def __init__(self, http: httpx.AsyncClient, token: str, locale: str) -> None:
         self.http, self.auth, self.locale = http, {"Authorization": f"Bearer {token}"}, locale
 
     async def say(self, question: str, conversation_id: str | None = None) -> dict[str, Any]:
-        body = {"account_ref": "A-1", "question": question, "as_of": AS_OF.isoformat(), "locale": self.locale}
+        body = {"account_ref": "A-1", "question": question, "as_of": AS_OF.isoformat()}
+        body |= {"locale": self.locale, "page_locale": self.locale}  # as the widget sends them
         if conversation_id:
             body["conversation_id"] = conversation_id
         asked = await self.http.post("/v1/chat", json=body, headers=self.auth)
@@ -198,14 +199,13 @@ async def test_a_chinese_conversation_marks_every_message_with_its_own_language(
 
     texts = page.locator("#transcript li .text")
     await expect(texts).to_have_count(5)  # question, answer, "agent please", its notice, the agent joined
-    # "agent please" is marked with its language (English, as en-XA writes it too); the handover's notice
-    # is answered in it, as the page says it; the console's own notice (the agent joined) in the
-    # conversation's language.
-    marked = ["zh-CN", "zh-CN", SOURCE, locale, "zh-CN"]
+    # The handover's notice is answered in the language of "agent please" (as the page says it); the
+    # console's own notice (the agent joined) in the conversation's.
+    marked = ["zh-CN", "zh-CN", locale, locale, "zh-CN"]
     assert [await m.get_attribute("lang") for m in await texts.all()] == marked
     await expect(page.locator("#transcript li").first.locator(".in")).to_contain_text(t("Simplified Chinese"))
     await expect(page.locator("#transcript li").nth(2).locator(".in")).to_have_text(
-        t("· in {language}", language=language(SOURCE))  # English, by the console's name for it too
+        t("· in {language}", language=language(locale))
     )
     await expect(page.locator("#language")).to_contain_text(t("Simplified Chinese"))
     await expect(page.locator("html")).to_have_attribute("lang", locale)  # the console itself stays in its own
