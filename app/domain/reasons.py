@@ -4,8 +4,9 @@ numbers, and text quoted as it was written (the model's, the engine's). The word
 console locale's (prompts/locales/<locale>/words.json "fallback_detail"), so a detail reads in the
 language of the page that shows it.
 
-Stored in the audit row and sent to callers as "rule", "rule:detail" or `rule:detail {"values": …}`
-(`str(reason)`), read back with `Reason.parse`."""
+Stored in the audit row and sent to callers as "rule", "rule:detail" or "rule:detail {values as
+JSON}" (`status_claim:status_said {"claimed_status":"paid","status":"unpaid"}`: `str(reason)`), read
+back with `Reason.parse`."""
 
 from __future__ import annotations
 
