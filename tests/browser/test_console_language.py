@@ -9,8 +9,6 @@ typed."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +22,7 @@ from tests.browser.helpers import screenshot
 from tests.browser.tongue import Tongue, bank_data
 from tests.chat_streams import BAD
 from tests.console import PASSWORD
-from tests.pseudo_locale import PSEUDO, pseudo_locales
+from tests.pseudo_locale import PSEUDO
 from tests.servers import Serve
 
 ARTICLE = ArticleIn(
@@ -45,18 +43,12 @@ REPLY = "Let me look."
 DATA = (ARTICLE.id, ARTICLE.title, ARTICLE.body, *ARTICLE.tags, QUESTION, REPLY)
 
 
-@pytest.fixture
-def console_in_pseudo(tmp_path: Path) -> Iterator[Path]:
-    with pseudo_locales(tmp_path / "locales", console=True) as folder:
-        yield folder
-
-
 async def says_no_english(page: Page, bank: Any, *data: str) -> None:
     await Tongue(PSEUDO).says_no_english(page, *bank_data(bank.slug), *DATA, *data)
 
 
 async def test_in_the_pseudo_locale_every_console_page_passes_through_the_locale(
-    browser: Browser, served: Serve, bank: Any, console_in_pseudo: Path
+    browser: Browser, served: Serve, bank: Any, tongue: Tongue
 ) -> None:
     server = served(
         Settings.from_env(
@@ -144,7 +136,7 @@ async def test_in_the_pseudo_locale_every_console_page_passes_through_the_locale
 
 
 async def test_in_the_pseudo_locale_a_refused_answer_says_why_in_the_locale(
-    browser: Browser, served: Serve, bank: Any, console_in_pseudo: Path, fake_sglang: RunningFake
+    browser: Browser, served: Serve, bank: Any, tongue: Tongue, fake_sglang: RunningFake
 ) -> None:
     """The model's plan says Ann has paid (she has not): the live note and the audited answer's page
     say which rule refused it and what exactly failed (the status it said, the facts' status), and
