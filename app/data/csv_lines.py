@@ -17,14 +17,14 @@ import csv
 import re
 from array import array
 from collections.abc import Callable, Iterator
-from itertools import compress, count
-from operator import itemgetter, not_
+from operator import itemgetter
 from pathlib import Path
 from typing import BinaryIO
 
 from xxhash import xxh3_64_intdigest as digest
 
 from app.data.csv_format import CHUNK
+from app.data.csv_matching import NONE, Matcher
 
 DIGESTS = "Q"  # an array of records' digests, as stored: one unsigned 64-bit integer each
 
@@ -89,17 +89,19 @@ class Screen:
 
 class Sieve:
     """The records of a file to send, numbered by their line as the file's row (header: line 1), with
-    the digests of all of them. `last`: the digests of the records that need not be sent (the last
-    load's, each used once: a line written twice is sent the second time); None sends every record,
-    as it is (the header too), and only digests them, and screens them when given a `screen`."""
+    the digests of all of them. `last`: the digests of the last load's records, in its order, that
+    need not be sent (matched by app/data/csv_matching.py; a record spanning lines is always sent);
+    None sends every record, as it is (the header too), and only digests them, and screens them when
+    given a `screen`."""
 
-    def __init__(self, last: set[int] | None, screen: Screen | None = None) -> None:
-        self.last = last
+    def __init__(self, last: list[int] | None, screen: Screen | None = None) -> None:
+        self.matcher = None if last is None else Matcher(last)
         self.screen = screen
         self.records = Records()
         self.header: bytes | None = None
         self.digests = array(DIGESTS)
         self.line = 1  # the last record's line
+        self._held: tuple[list[bytes], list[int]] = ([], [])  # records read, not yet matched
 
     def take(self, chunk: bytes) -> tuple[list[bytes], list[int]]:
         """The records this chunk completes (the header set aside), screened, and their digests."""
@@ -114,31 +116,16 @@ class Sieve:
         return records, digests
 
     def feed(self, chunk: bytes) -> bytes:
-        first = self.line + 1
         records, digests = self.take(chunk)
-        if self.last is None:
+        if self.matcher is None:
             return chunk
-        last = self.last
-        send = self._known_at_once(last, first, digests) if self.records.plain else None
-        if send is None:
-            send = []
-            for number, d, record in zip(count(first), digests, records):
-                if d in last and b"\n" not in record:
-                    last.remove(d)
-                else:
-                    send.append(number)
-        return b"".join(b"%d,%s\n" % (n, records[n - first]) for n in send)
-
-    @staticmethod
-    def _known_at_once(last: set[int], first: int, digests: list[int]) -> list[int] | None:
-        """The common case, asked in C: the lines to send of a chunk of whole lines, each known one taken
-        from `last`; None, with `last` as it was, when a known line is twice in the chunk."""
-        known, before = list(map(last.__contains__, digests)), len(last)
-        last.difference_update(compress(digests, known))
-        if before - len(last) == sum(known):
-            return list(compress(count(first), map(not_, known)))
-        last.update(compress(digests, known))
-        return None
+        if not self.records.plain:
+            digests = [NONE if b"\n" in r else d for r, d in zip(records, digests, strict=True)]
+        records, digests = self._held[0] + records, self._held[1] + digests
+        first = self.line - len(records) + 1
+        send, done = self.matcher.match(digests, end=not chunk)
+        self._held = records[done:], digests[done:]
+        return b"".join(b"%d,%s\n" % (first + k, records[k]) for k in send)
 
     def remembered(self) -> bytes | None:
         """The header's digest, then every record's: what the next load compares with; None when a
@@ -148,15 +135,15 @@ class Sieve:
         return (array(DIGESTS, [digest(self.header)]) + self.digests).tobytes()
 
 
-def last_digests(remembered: bytes, header: bytes) -> set[int] | None:
-    """The record digests of a remembered load, if its header was this one."""
+def last_digests(remembered: bytes, header: bytes) -> list[int] | None:
+    """The record digests of a remembered load, in its order, if its header was this one."""
     stored = array(DIGESTS)
     if len(remembered) % stored.itemsize:
         return None
     stored.frombytes(remembered)
     if not stored or stored[0] != digest(header):
         return None
-    return set(stored[1:])
+    return stored[1:].tolist()
 
 
 def unchanged_file(path: Path, remembered: bytes, progress: Callable[[bytes], None]) -> Sieve | None:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import random
+from collections import Counter
 from hashlib import blake2b
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.data.csv_lines import Records, Sieve, last_digests, repeated_keys
 from app.data.import_format import parse
@@ -98,7 +102,7 @@ def test_a_ref_may_hold_inner_spaces() -> None:
     assert parse(msgspec.json.encode(doc)).customers[0].accounts[0].transactions[0].ref == "T 1"
 
 
-def _sieved(data: bytes, last: set[int] | None, chunk: int = 7) -> tuple[bytes, Sieve]:
+def _sieved(data: bytes, last: list[int] | None, chunk: int = 7) -> tuple[bytes, Sieve]:
     """The bytes a sieve sends for a file read `chunk` bytes at a time (lines cut anywhere)."""
     sieve = Sieve(last)
     sent = b"".join(sieve.feed(data[i : i + chunk]) for i in range(0, len(data), chunk)) + sieve.feed(b"")
@@ -134,6 +138,83 @@ def test_a_sieve_sends_the_lines_not_among_the_last_loads_numbered_by_their_line
     # T-4 new (line 6).
     assert sent == b"3,T-2,2.50\n5,T-1,1.00\n6,T-4,4.00\n"
     assert sieve.line == 6
+
+
+HEADER = b"ref,amount"
+
+
+def _remembered(lines: list[bytes]) -> list[int]:
+    _, sieve = _sieved(b"\n".join([HEADER, *lines]) + b"\n", None, 1 << 20)
+    remembered = sieve.remembered()
+    assert remembered is not None
+    last = last_digests(remembered, HEADER)
+    assert last is not None
+    return last
+
+
+def _sent_lines(last: list[int], lines: list[bytes], chunk: int) -> list[bytes]:
+    sent, _ = _sieved(b"\n".join([HEADER, *lines]) + b"\n", list(last), chunk)
+    return [line.split(b",", 1)[1] for line in sent.splitlines()]
+
+
+# A nightly file: the last one's lines with some changed, some added and some removed, in runs of up
+# to 80 (longer than the sieve's window, so that it also loses its place).
+_EDITS = st.lists(
+    st.tuples(st.sampled_from(["change", "add", "remove"]), st.floats(0, 1), st.integers(1, 80)), max_size=12
+)
+_CHUNKS = st.sampled_from([7, 64, 1000, 1 << 20])
+
+
+@settings(max_examples=300, deadline=None)
+@given(size=st.integers(0, 400), edits=_EDITS, chunk=_CHUNKS)
+def test_a_sieve_sends_exactly_the_changed_and_added_lines(
+    size: int, edits: list[tuple[str, float, int]], chunk: int
+) -> None:
+    before = [b"T-%d,%d.00" % (k, k) for k in range(size)]
+    after, fresh = list(before), 0
+    for edit, where, run in edits:
+        at = int(where * len(after))
+        if edit == "change":
+            after[at : at + run] = [line + b"1" for line in after[at : at + run]]
+        elif edit == "add":
+            after[at:at] = [b"N-%d,1.00" % (fresh + k) for k in range(run)]
+            fresh += run
+        else:
+            del after[at : at + run]
+    known = set(before)
+    assert _sent_lines(_remembered(before), after, chunk) == [line for line in after if line not in known]
+
+
+@settings(max_examples=300, deadline=None)
+@given(size=st.integers(1, 300), moves=st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), max_size=20),
+       chunk=_CHUNKS, seed=st.integers(0, 2**32))  # fmt: skip
+def test_a_sieve_never_leaves_out_a_line_no_remembered_line_vouches_for(
+    size: int, moves: list[tuple[float, float]], chunk: int, seed: int
+) -> None:
+    """Lines moved, repeated or shuffled: a line may be sent that needed not be, but every line left
+    out is one of the last load's, each of those standing for one line at most."""
+    before = [b"T-%d,1.00" % k for k in range(size)]
+    after = list(before)
+    for source, target in moves:  # a line repeated or moved elsewhere
+        line = after[int(source * len(after)) % len(after)]
+        after.insert(int(target * len(after)), line)
+        if source < 0.5:
+            after.remove(line)
+    if seed % 3 == 0:  # sorted another way
+        random.Random(seed).shuffle(after)
+    left_out = Counter(after) - Counter(_sent_lines(_remembered(before), after, chunk))
+    assert left_out <= Counter(before)
+
+
+def test_a_file_sorted_another_way_is_sieved_by_set() -> None:
+    """Matching in order, a shuffled file's lines would all be sent: once more than a quarter of the
+    lines read are, the rest is matched against the last load's lines left, each standing for one."""
+    before = [b"T-%d,1.00" % k for k in range(500)]
+    after = [*before, before[250]]  # one line twice
+    random.Random(7).shuffle(after)
+    sent = _sent_lines(_remembered(before), after, 1000)
+    assert sent.count(before[250]) == 1
+    assert len(sent) < len(after) // 4
 
 
 def test_repeated_keys_are_found_across_the_whole_file(tmp_path: Path) -> None:
