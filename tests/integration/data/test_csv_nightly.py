@@ -143,3 +143,34 @@ async def test_a_line_as_last_loaded_is_put_back_after_another_write(
     report = await load_files(engine, tenant.slug, write_csv(doc, tmp_path))
     assert (report.tables["transactions"].updated, report.tables["transactions"].unchanged) == (2, 4)
     assert await _amounts(engine, tenant.id) == stored | {"T-4": "13.49"}
+
+
+async def _pages(engine: AsyncEngine, tenant_id: int) -> dict[str, int]:
+    """The page each transaction is on (the block of its ctid)."""
+    async with engine.connect() as conn:
+        rows = await conn.execute(
+            text("SELECT ref, (ctid::text::point)[0]::int FROM transactions WHERE tenant_id = :t"), {"t": tenant_id}
+        )
+        return dict(rows.tuples().all())
+
+
+async def test_a_nightly_loads_updates_stay_on_their_pages(
+    make_tenant: Any, engine: AsyncEngine, tmp_path: Path
+) -> None:
+    """A settled amount is written on the page its line was on (migration 0032): an update that needs
+    no new index entry (HOT), where a page packed full by the first load sent every one elsewhere."""
+    tenant = await make_tenant()
+    doc = document(tenant.slug)
+    lines = doc["customers"][0]["accounts"][0]["transactions"]
+    lines += [tx(f"P-{n}", "2026-10-02", "purchase", "1.00", "Kiosk") for n in range(600)]  # some full pages
+    await load_files(engine, tenant.slug, write_csv(doc, tmp_path))
+    lines_before = await _pages(engine, tenant.id)
+
+    settled = [f"P-{n}" for n in range(0, 600, 20)]  # one in twenty, on every page (a nightly: one in 100)
+    for line in lines:
+        if line["ref"] in settled:
+            line["amount"] = "1.25"
+    report = await load_files(engine, tenant.slug, write_csv(doc, tmp_path))
+    assert report.tables["transactions"].updated == len(settled)
+    lines_after = await _pages(engine, tenant.id)
+    assert {ref: lines_after[ref] for ref in settled} == {ref: lines_before[ref] for ref in settled}
