@@ -119,7 +119,8 @@ async def _stage_changed(
     context: tuple[Progress, set[str]],
 ) -> tuple[Sieve, Awaitable[bool]] | None:
     """Only the lines not among the last load's (`remembered`) in the staging table, numbered by their
-    line, and checked, with whether a line of the whole file repeats one of their keys: a pass over
+    line, and checked (of a row's own checks, only what the screen of the sent lines leaves: as a first
+    load's), with whether a line of the whole file repeats one of their keys: a pass over
     the file, asked in a thread while Postgres merges (awaited before the load is recorded). None,
     with nothing staged, when the header differs from the last load's; _NotNarrowed when a sent line
     fails a check."""
@@ -128,7 +129,7 @@ async def _stage_changed(
     if last is None:
         return None
     columns = _header(path, table)
-    stage, sieve = f"stage_{table.name}", Sieve(last)
+    stage, sieve = f"stage_{table.name}", Sieve(last, Screen(table.plain, columns) if table.plain else None)
     await raw.execute(
         f"CREATE TEMP TABLE {stage} (line bigint, {', '.join(f'{c} text' for c in table.columns)}) ON COMMIT DROP"
     )
@@ -138,8 +139,8 @@ async def _stage_changed(
         )
     except asyncpg.DataError:
         raise _NotNarrowed from None
-    await raw.execute(f"ANALYZE {stage}")
-    if await errors(raw, table, tenant, staged):
+    await raw.execute(f"ANALYZE {stage} ({', '.join(table.file_key)})")  # what the checks and the merge join on
+    if await errors(raw, table, tenant, staged, screened=sieve.screen is not None and sieve.screen.clean):
         raise _NotNarrowed
     keys = ", ".join(table.file_key)
     sent = {tuple(v.encode() for v in r[1:]): r[0] for r in await raw.fetch(f"SELECT line, {keys} FROM {stage}")}

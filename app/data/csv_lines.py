@@ -91,8 +91,8 @@ class Sieve:
     """The records of a file to send, numbered by their line as the file's row (header: line 1), with
     the digests of all of them. `last`: the digests of the last load's records, in its order, that
     need not be sent (matched by app/data/csv_matching.py; a record spanning lines is always sent);
-    None sends every record, as it is (the header too), and only digests them, and screens them when
-    given a `screen`."""
+    None sends every record, as it is (the header too), and only digests them. Given a `screen`, it
+    screens the records it sends."""
 
     def __init__(self, last: list[int] | None, screen: Screen | None = None) -> None:
         self.matcher = None if last is None else Matcher(last)
@@ -108,7 +108,7 @@ class Sieve:
         records = self.records.of(chunk)
         if self.header is None and records:
             self.header = records.pop(0)
-        if self.screen is not None:
+        if self.screen is not None and self.matcher is None:
             self.screen.check(records, self.records.plain)
         digests = list(map(digest, records))
         self.digests.extend(digests)
@@ -125,6 +125,8 @@ class Sieve:
         first = self.line - len(records) + 1
         send, done = self.matcher.match(digests, end=not chunk)
         self._held = records[done:], digests[done:]
+        if self.screen is not None:
+            self.screen.check([records[k] for k in send], self.records.plain)
         return b"".join(b"%d,%s\n" % (first + k, records[k]) for k in send)
 
     def remembered(self) -> bytes | None:
