@@ -119,11 +119,11 @@ async def _stage_changed(
     context: tuple[Progress, set[str]],
 ) -> tuple[Sieve, Awaitable[bool]] | None:
     """Only the lines not among the last load's (`remembered`) in the staging table, numbered by their
-    line, and checked (of a row's own checks, only what the screen of the sent lines leaves: as a first
-    load's), with whether a line of the whole file repeats one of their keys: a pass over
-    the file, asked in a thread while Postgres merges (awaited before the load is recorded). None,
-    with nothing staged, when the header differs from the last load's; _NotNarrowed when a sent line
-    fails a check."""
+    line, and checked (of a row's own checks, as for a first load, only those the screen of the sent
+    lines leaves), with whether a line of the whole file repeats one of their keys: a pass over the
+    file, asked in a thread while Postgres merges (awaited before the load is recorded). None, with
+    nothing staged, when the header differs from the last load's; _NotNarrowed when a sent line fails
+    a check."""
     progress, staged = context
     last = last_digests(remembered, first_line(path))
     if last is None:

@@ -48,7 +48,8 @@ class Matcher:
         return send, i
 
     def _in_order(self, new: list[int], *, end: bool) -> tuple[list[int], int]:
-        last, at, send = self.last, self._at, list[int]()
+        last, at = self.last, self._at
+        send: list[int] = []
         i, n, m = 0, len(new), len(last)
         while i < n:
             i, at = _equal_run(new, i, last, at)
@@ -83,6 +84,7 @@ class Matcher:
         return send, i
 
     def _by_set(self, new: list[int], offset: int) -> list[int]:
+        """The indexes (from `offset`) of the records that none of the remembered ones unused is."""
         rest, send = self._rest, []
         assert rest is not None
         for k, d in enumerate(new, offset):
