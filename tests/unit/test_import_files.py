@@ -217,6 +217,17 @@ def test_a_file_sorted_another_way_is_sieved_by_set() -> None:
     assert len(sent) < len(after) // 4
 
 
+@pytest.mark.parametrize("chunk", [7, 1 << 20], ids=["lines cut anywhere", "one chunk"])
+def test_a_record_spanning_lines_is_always_sent(chunk: int) -> None:
+    """A quoted field holding a newline (a file that is refused) is sent, whatever the last load held,
+    and the lines around it are matched as ever; CRLF line ends are part of a line."""
+    lines = [b'T-%d,"%d.00"\r' % (k, k) for k in range(200)]
+    last = _remembered(lines)
+    nightly = [*lines[:100], b'T-X,"1\r\n2"\r', *lines[100:150], lines[150].replace(b".00", b".50"), *lines[151:]]
+    sent, _ = _sieved(b"\n".join([HEADER, *nightly]) + b"\n", last, chunk)
+    assert sent == b'102,T-X,"1\r\n2"\r\n153,T-150,"150.50"\r\n'
+
+
 def test_repeated_keys_are_found_across_the_whole_file(tmp_path: Path) -> None:
     path = tmp_path / "t.csv"
     path.write_bytes(b'amount,ref,account_ref\r\n1.00,T-1,A-1\r\n"2,00",T-2,A-1\r\n3.00,"T-1",A-2\r\n')
