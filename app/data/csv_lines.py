@@ -104,7 +104,8 @@ class Sieve:
         self._held: tuple[list[bytes], list[int]] = ([], [])  # records read, not yet matched
 
     def take(self, chunk: bytes) -> tuple[list[bytes], list[int]]:
-        """The records this chunk completes (the header set aside), screened, and their digests."""
+        """The records this chunk completes (the header set aside), screened if all are sent (else
+        `feed` screens those it sends), and their digests."""
         records = self.records.of(chunk)
         if self.header is None and records:
             self.header = records.pop(0)
