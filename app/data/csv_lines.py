@@ -24,7 +24,7 @@ from typing import BinaryIO
 from xxhash import xxh3_64_intdigest as digest
 
 from app.data.csv_format import CHUNK
-from app.data.csv_matching import NONE, Matcher
+from app.data.csv_matching import Matcher
 
 DIGESTS = "Q"  # an array of records' digests, as stored: one unsigned 64-bit integer each
 
@@ -90,20 +90,20 @@ class Screen:
 class Sieve:
     """The records of a file to send, numbered by their line as the file's row (header: line 1), with
     the digests of all of them. `last`: the digests of the last load's records, in its order, that
-    need not be sent (matched by app/data/csv_matching.py; a record spanning lines is always sent);
-    None sends every record, as it is (the header too), and only digests them. Given a `screen`, it
-    screens the records it sends."""
+    need not be sent (matched by app/data/csv_matching.py; none spans lines, as a file with such a
+    record is refused, so a record that does is sent); None sends every record, as it is (the header
+    too), and only digests them. Given a `screen`, it screens the records it sends."""
 
-    def __init__(self, last: list[int] | None, screen: Screen | None = None) -> None:
+    def __init__(self, last: array[int] | None, screen: Screen | None = None) -> None:
         self.matcher = None if last is None else Matcher(last)
         self.screen = screen
         self.records = Records()
         self.header: bytes | None = None
         self.digests = array(DIGESTS)
         self.line = 1  # the last record's line
-        self._held: tuple[list[bytes], list[int]] = ([], [])  # records read, not yet matched
+        self._held: tuple[list[bytes], array[int]] = ([], array(DIGESTS))  # records read, not yet matched
 
-    def take(self, chunk: bytes) -> tuple[list[bytes], list[int]]:
+    def take(self, chunk: bytes) -> tuple[list[bytes], array[int]]:
         """The records this chunk completes (the header set aside), screened if all are sent (else
         `feed` screens those it sends), and their digests."""
         records = self.records.of(chunk)
@@ -111,7 +111,7 @@ class Sieve:
             self.header = records.pop(0)
         if self.screen is not None and self.matcher is None:
             self.screen.check(records, self.records.plain)
-        digests = list(map(digest, records))
+        digests = array(DIGESTS, map(digest, records))
         self.digests.extend(digests)
         self.line += len(records)
         return records, digests
@@ -120,8 +120,6 @@ class Sieve:
         records, digests = self.take(chunk)
         if self.matcher is None:
             return chunk
-        if not self.records.plain:
-            digests = [NONE if b"\n" in r else d for r, d in zip(records, digests, strict=True)]
         records, digests = self._held[0] + records, self._held[1] + digests
         first = self.line - len(records) + 1
         send, done = self.matcher.match(digests, end=not chunk)
@@ -138,7 +136,7 @@ class Sieve:
         return (array(DIGESTS, [digest(self.header)]) + self.digests).tobytes()
 
 
-def last_digests(remembered: bytes, header: bytes) -> list[int] | None:
+def last_digests(remembered: bytes, header: bytes) -> array[int] | None:
     """The record digests of a remembered load, in its order, if its header was this one."""
     stored = array(DIGESTS)
     if len(remembered) % stored.itemsize:
@@ -146,7 +144,7 @@ def last_digests(remembered: bytes, header: bytes) -> list[int] | None:
     stored.frombytes(remembered)
     if not stored or stored[0] != digest(header):
         return None
-    return stored[1:].tolist()
+    return stored[1:]
 
 
 def unchanged_file(path: Path, remembered: bytes, progress: Callable[[bytes], None]) -> Sieve | None:

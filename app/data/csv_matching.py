@@ -4,7 +4,7 @@
 A nightly file is the last one with lines changed, added and removed here and there, so records are
 matched in order: a record whose digest is that of the remembered record at its place needs not be
 sent, and after one that is not, the place is found again among the next WINDOW records of both. The
-long equal runs are compared in C (list slices), so a 400,000-line file with 2% of its lines changed
+long equal runs are compared in C (array slices), so a 400,000-line file with 2% of its lines changed
 or new costs a few hundredths of a second more than digesting it (docs/benchmarks.md). A file sorted
 another way is matched, from where that shows, against a set of the remembered records not used:
 slower, never wrong. Either way each remembered record vouches for one record at most (a line written
@@ -14,17 +14,19 @@ merge, which finds it unchanged.
 
 from __future__ import annotations
 
-from operator import ne
+from array import array
+from typing import TypeAlias
+
+Digests: TypeAlias = "array[int]"  # records' digests, one unsigned 64-bit integer each (app/data/csv_lines.py)
 
 WINDOW = 64  # how far ahead the place is looked for again after a record that is not known
-NONE = -1  # the digest of a record no remembered one can vouch for (digests are unsigned)
 
 
 class Matcher:
     """Matches the records of one file, given a chunk at a time, to `last`, the digests of the last
     load's records in its order."""
 
-    def __init__(self, last: list[int]) -> None:
+    def __init__(self, last: Digests) -> None:
         self.last = last
         self._at = 0  # the place in `last` of the next record
         self._done = 0  # records done (sent or vouched for)
@@ -32,7 +34,7 @@ class Matcher:
         self._passed: list[int] = []  # remembered records passed over unused (changed or removed)
         self._rest: set[int] | None = None  # the remembered records unused, once out of order
 
-    def match(self, new: list[int], *, end: bool) -> tuple[list[int], int]:
+    def match(self, new: Digests, *, end: bool) -> tuple[list[int], int]:
         """The indexes in `new` (the digests of the records not done yet, in order) of the records to
         send, and how many of `new` are done: the others, whose place is not found within the records
         given so far, are to be given again with the next chunk's (all are done at the file's `end`)."""
@@ -47,7 +49,7 @@ class Matcher:
         self._done += i
         return send, i
 
-    def _in_order(self, new: list[int], *, end: bool) -> tuple[list[int], int]:
+    def _in_order(self, new: Digests, *, end: bool) -> tuple[list[int], int]:
         last, at = self.last, self._at
         send: list[int] = []
         i, n, m = 0, len(new), len(last)
@@ -83,7 +85,7 @@ class Matcher:
         self._at, self._sent = at, self._sent + len(send)
         return send, i
 
-    def _by_set(self, new: list[int], offset: int) -> list[int]:
+    def _by_set(self, new: Digests, offset: int) -> list[int]:
         """The indexes (from `offset`) of the records that none of the remembered ones unused is."""
         rest, send = self._rest, []
         assert rest is not None
@@ -101,20 +103,28 @@ def _keeps_order(sent: int, read: int) -> bool:
     return sent <= max(read // 4, WINDOW)
 
 
-def _equal_run(new: list[int], i: int, last: list[int], at: int) -> tuple[int, int]:
-    """Both places moved past the records equal in both, compared a block at a time in C."""
+def _equal_run(new: Digests, i: int, last: Digests, at: int) -> tuple[int, int]:
+    """Both places moved past the records equal in both: blocks compared in C, doubling while equal,
+    and the first difference in a block found by halving it (no digest read into Python)."""
     size = 64
     while True:
         a, b = new[i : i + size], last[at : at + size]
         if a == b and len(a) == size:
             i, at, size = i + size, at + size, min(size * 2, 8192)
             continue
-        differ = list(map(ne, a, b))
-        equal = differ.index(True) if True in differ else min(len(a), len(b))
-        return i + equal, at + equal
+        lo, hi = 0, min(len(a), len(b))  # a[:lo] == b[:lo]; a difference, or an end, within [lo, hi]
+        while hi - lo > 8:
+            mid = (lo + hi) // 2
+            if a[lo:mid] == b[lo:mid]:
+                lo = mid
+            else:
+                hi = mid
+        while lo < hi and a[lo] == b[lo]:
+            lo += 1
+        return i + lo, at + lo
 
 
-def _place(new: list[int], i: int, last: list[int], at: int) -> tuple[int, int] | None:
+def _place(new: Digests, i: int, last: Digests, at: int) -> tuple[int, int] | None:
     """The first of the next records (new[q], q < i + WINDOW) that is one of the next remembered ones
     (last[r], r < at + WINDOW): (q, r); None if there is none."""
     for q in range(i, min(i + WINDOW, len(new))):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from array import array
 from collections import Counter
 from hashlib import blake2b
 from pathlib import Path
@@ -102,7 +103,7 @@ def test_a_ref_may_hold_inner_spaces() -> None:
     assert parse(msgspec.json.encode(doc)).customers[0].accounts[0].transactions[0].ref == "T 1"
 
 
-def _sieved(data: bytes, last: list[int] | None, chunk: int = 7) -> tuple[bytes, Sieve]:
+def _sieved(data: bytes, last: array[int] | None, chunk: int = 7) -> tuple[bytes, Sieve]:
     """The bytes a sieve sends for a file read `chunk` bytes at a time (lines cut anywhere)."""
     sieve = Sieve(last)
     sent = b"".join(sieve.feed(data[i : i + chunk]) for i in range(0, len(data), chunk)) + sieve.feed(b"")
@@ -143,7 +144,7 @@ def test_a_sieve_sends_the_lines_not_among_the_last_loads_numbered_by_their_line
 HEADER = b"ref,amount"
 
 
-def _remembered(lines: list[bytes]) -> list[int]:
+def _remembered(lines: list[bytes]) -> array[int]:
     _, sieve = _sieved(b"\n".join([HEADER, *lines]) + b"\n", None, 1 << 20)
     remembered = sieve.remembered()
     assert remembered is not None
@@ -152,8 +153,8 @@ def _remembered(lines: list[bytes]) -> list[int]:
     return last
 
 
-def _sent_lines(last: list[int], lines: list[bytes], chunk: int) -> list[bytes]:
-    sent, _ = _sieved(b"\n".join([HEADER, *lines]) + b"\n", list(last), chunk)
+def _sent_lines(last: array[int], lines: list[bytes], chunk: int) -> list[bytes]:
+    sent, _ = _sieved(b"\n".join([HEADER, *lines]) + b"\n", last, chunk)
     return [line.split(b",", 1)[1] for line in sent.splitlines()]
 
 
