@@ -118,3 +118,41 @@ async def test_a_nightly_load_that_leaves_statements_alone_does_not_read_every_s
             " WHERE s.tenant_id = :t ORDER BY s.period_start DESC LIMIT 1"
         )
         assert (await conn.execute(query, {"t": bank.id})).scalar_one() == "12.50"
+
+
+async def test_a_statement_is_bumped_once_per_change_and_its_own_bumps_call_no_trigger(
+    make_tenant: Any, load: Any, engine: AsyncEngine
+) -> None:
+    """A change of a statement's period, due date or minimum due bumps its data version once; an
+    update that bumps the version itself (a nightly load bumps thousands) neither bumps it again nor
+    calls the row trigger that looks for those changes (migration 0033)."""
+    bank = await make_tenant()
+    statements = [statement(f"{m}-01", f"{m}-{end}", f"{m}-{end}") for m, end in zip(MONTHS, ENDS, strict=True)]
+    await load(document(bank.slug, [customer(accounts=[account(statements=statements)])]))
+    versions = text("SELECT sum(data_version) FROM statements WHERE tenant_id = :t")
+    calls = text(
+        "SELECT COALESCE(sum(calls), 0) FROM pg_stat_xact_user_functions WHERE funcname = 'bump_statement_on_change'"
+    )
+    seen = []
+    for change in [
+        "period_end = period_end",  # set, not changed
+        "period_end = period_end - 1",
+        "period_start = period_start + 1",
+        "due_date = due_date + 5",
+        "minimum_due = minimum_due + 1",
+        "data_version = data_version + 1",
+    ]:
+        async with engine.begin() as conn:
+            await conn.execute(text("SET LOCAL track_functions = 'pl'"))  # the calls counted
+            before = [(await conn.execute(q, {"t": bank.id})).scalar_one() for q in (versions, calls)]
+            await conn.execute(text(f"UPDATE statements SET {change} WHERE tenant_id = :t"), {"t": bank.id})
+            after = [(await conn.execute(q, {"t": bank.id})).scalar_one() for q in (versions, calls)]
+            seen.append((change, after[0] - before[0], after[1] - before[1]))
+    assert seen == [
+        ("period_end = period_end", 0, 6),
+        ("period_end = period_end - 1", 6, 6),
+        ("period_start = period_start + 1", 6, 6),
+        ("due_date = due_date + 5", 6, 6),
+        ("minimum_due = minimum_due + 1", 6, 6),
+        ("data_version = data_version + 1", 6, 0),
+    ]
