@@ -1,5 +1,5 @@
 """`python -m app.cli`: the `bill-assistant` command."""
 
-from app.cli import main
+from app.cli import run
 
-main()
+run()
