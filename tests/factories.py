@@ -74,7 +74,7 @@ async def load_files(engine: AsyncEngine, tenant: str, files: dict[str, Path], *
     raw = await connect(engine.url.render_as_string(hide_password=False))
     try:
         async with raw.transaction():
-            return await load_csv(raw, tenant, files, lambda name, chunk: None, force=force)
+            return await load_csv(raw, tenant, files, lambda *_: None, force=force)
     finally:
         await raw.close()
 

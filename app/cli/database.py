@@ -69,7 +69,7 @@ def import_cmd(file: Path | None, tenant: str | None, force: bool, **csv_files: 
 
 
 class LoadMeter:
-    """A progress bar over the bytes sent to COPY, with the rows per second so far (rows: lines)."""
+    """A progress bar over the bytes of the files read, with the rows per second so far."""
 
     def __init__(self, size: int) -> None:
         self.rows, self.started = 0, time.perf_counter()
@@ -82,10 +82,10 @@ class LoadMeter:
     def __exit__(self, *exc: object) -> None:
         self.bar.__exit__(None, None, None)
 
-    def sent(self, name: str, chunk: bytes) -> None:
-        self.rows += chunk.count(b"\n")
+    def sent(self, name: str, size: int, rows: int) -> None:
+        self.rows += rows
         self.bar.label = f"{name}: {self.rows:,} rows, {self.rows / (time.perf_counter() - self.started):,.0f} rows/s"
-        self.bar.update(len(chunk))
+        self.bar.update(size)
 
     def again(self) -> None:
         """The load starts over: its rows are counted from the first file's first line again."""
@@ -94,4 +94,4 @@ class LoadMeter:
 
     def summary(self) -> str:
         elapsed = time.perf_counter() - self.started
-        return f"{self.rows:,} lines in {elapsed:.1f} s ({self.rows / elapsed:,.0f} rows/s, checked and merged)"
+        return f"{self.rows:,} rows in {elapsed:.1f} s ({self.rows / elapsed:,.0f} rows/s, checked and merged)"

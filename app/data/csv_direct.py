@@ -27,17 +27,17 @@ class NotDirect(Exception):
 
 
 async def _lines(
-    path: Path, sieve: Sieve, parent_at: int, parents: dict[bytes, bytes], sent: Callable[[bytes], None]
+    path: Path, sieve: Sieve, parent_at: int, parents: dict[bytes, bytes], sent: Callable[[int, int], None]
 ) -> AsyncIterator[bytes]:
     """The file as COPY reads it into the table: its header, then each line with its parent's ref
-    (at `parent_at`) replaced by `parents`' tenant and id."""
+    (at `parent_at`) replaced by `parents`' tenant and id. `sent`: each chunk's bytes and rows."""
     header, screen = None, sieve.screen
     assert screen is not None
     with path.open("rb") as f:
         while True:
-            if chunk := f.read(CHUNK):
-                sent(chunk)
+            chunk = f.read(CHUNK)
             records, _ = sieve.take(chunk)
+            sent(len(chunk), len(records))
             if not screen.clean:
                 raise NotDirect
             if header is None and (header := sieve.header) is not None:
@@ -61,7 +61,7 @@ _PARENTS = "SELECT ref, id FROM {parent} WHERE tenant_id = :tenant_id"
 
 
 async def copy_in(
-    raw: asyncpg.Connection, table: Table, tenant: int, path: Path, columns: list[str], sent: Callable[[bytes], None]
+    raw: asyncpg.Connection, table: Table, tenant: int, path: Path, columns: list[str], sent: Callable[[int, int], None]
 ) -> tuple[int, Sieve]:
     """The file's lines (its header naming `columns`) written into the table, where the tenant has
     none (a first load); how many, and the sieve that read them (their digests: what the next load

@@ -48,16 +48,20 @@ _TOUCHED = Statement(
     "SELECT DISTINCT a.id FROM stage_statements s JOIN accounts a ON a.tenant_id = :tenant_id AND a.ref = s.account_ref"
 )
 
-Progress = Callable[[str, bytes], None]  # each chunk of a file as it is sent (the file's table name)
+Progress = Callable[[str, int, int], None]  # a file's table name, and the bytes and rows of it just read
 
 
-async def _chunks(path: Path, name: str, progress: Progress, sieve: Sieve | None) -> AsyncIterator[bytes]:
+async def _chunks(path: Path, name: str, progress: Progress, sieve: Sieve) -> AsyncIterator[bytes]:
+    """The file's chunks through the sieve, each counted (its rows: the sieve's records)."""
     with path.open("rb") as f:
-        while chunk := f.read(CHUNK):
-            progress(name, chunk)
-            yield chunk if sieve is None else sieve.feed(chunk)
-    if sieve is not None and (rest := sieve.feed(b"")):
-        yield rest
+        while True:
+            chunk, line = f.read(CHUNK), sieve.line
+            sent = sieve.feed(chunk)
+            progress(name, len(chunk), sieve.line - line)
+            if sent:
+                yield sent
+            if not chunk:
+                return
 
 
 def _header(path: Path, table: Table) -> list[str]:

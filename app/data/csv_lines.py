@@ -147,18 +147,19 @@ def last_digests(remembered: bytes, header: bytes) -> array[int] | None:
     return stored[1:]
 
 
-def unchanged_file(path: Path, remembered: bytes, progress: Callable[[bytes], None]) -> Sieve | None:
+def unchanged_file(path: Path, remembered: bytes, progress: Callable[[int, int], None]) -> Sieve | None:
     """The file read through a sieve of the last load's lines, if every line was among them (each
-    once, under the same header); else None."""
+    once, under the same header), each chunk's bytes and rows counted by `progress`; else None."""
     last = last_digests(remembered, first_line(path))
     if last is None:
         return None
     sieve = Sieve(last)
     with path.open("rb") as f:
         for chunk in _read(f):
-            progress(chunk)
+            line = sieve.line
             if sieve.feed(chunk):
-                return None
+                return None  # loaded in full: counted as it is read again
+            progress(len(chunk), sieve.line - line)
     return sieve
 
 

@@ -125,12 +125,12 @@ async def test_a_first_load_of_a_line_the_screen_leaves_to_sql_is_checked_there(
     try:
         async with raw.transaction():
             try:
-                await load_csv(raw, bank.slug, files, lambda name, chunk: None)
+                await load_csv(raw, bank.slug, files, lambda *_: None)
             except Exception as exc:
                 rejected = str(exc)
         files["transactions"].write_text(header + "A1,T1,2026-03-10,adjustment,-5.00,,,Goodwill\n")
         async with raw.transaction():
-            report = await load_csv(raw, bank.slug, files, lambda name, chunk: None)
+            report = await load_csv(raw, bank.slug, files, lambda *_: None)
     finally:
         await raw.close()
     assert rejected == "transactions.csv: line 3, column amount: must be positive (only adjustments are signed)"

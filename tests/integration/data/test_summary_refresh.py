@@ -71,7 +71,7 @@ async def test_a_first_load_writes_each_summary_once(make_tenant: Any, engine: A
     raw = await connect(engine.url.render_as_string(hide_password=False))
     try:
         async with raw.transaction():
-            await load_csv(raw, bank.slug, write_csv(doc, tmp_path), lambda name, chunk: None)
+            await load_csv(raw, bank.slug, write_csv(doc, tmp_path), lambda *_: None)
             writes = await raw.fetch(
                 "SELECT relname, n_tup_ins, n_tup_upd FROM pg_stat_xact_user_tables"
                 " WHERE relname IN ('statements', 'statement_summaries') ORDER BY relname"
@@ -104,7 +104,7 @@ async def test_a_nightly_load_that_leaves_statements_alone_does_not_read_every_s
     raw = await connect(engine.url.render_as_string(hide_password=False))  # its own: counts only this load
     try:
         async with raw.transaction():
-            report = await load_csv(raw, bank.slug, write_csv(doc, tmp_path), lambda name, chunk: None)
+            report = await load_csv(raw, bank.slug, write_csv(doc, tmp_path), lambda *_: None)
             scans = await raw.fetchval(
                 "SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relname = 'statement_summaries'"
             )
