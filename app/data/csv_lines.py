@@ -41,12 +41,14 @@ class Records:
     def of(self, chunk: bytes) -> list[bytes]:
         """The records this chunk completes; an empty chunk (the end of the file): the rest."""
         if chunk:
-            data = self._tail + chunk
-            lines = data.split(b"\n")
+            lines = chunk.split(b"\n")
+            lines[0] = self._tail + lines[0]  # the last chunk's tail joins the first line, not the whole chunk
             self._tail = lines.pop()
+            quoted = b'"' in chunk or b'"' in (lines[0] if lines else self._tail)
         else:
-            data, lines, self._tail = self._tail, ([self._tail] if self._tail else []), b""
-        self.plain = self._open is None and b'"' not in data
+            lines, self._tail = ([self._tail] if self._tail else []), b""
+            quoted = bool(lines) and b'"' in lines[0]
+        self.plain = self._open is None and not quoted
         if self.plain:
             return lines  # the common case: no quotes, a line is a record
         records = []

@@ -118,6 +118,25 @@ def test_a_record_is_a_line_or_the_lines_of_an_open_quoted_field() -> None:
     assert records.spans_lines
 
 
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=300).map(lambda b: bytes(b'a,"\n\r'[x % 5] for x in b)), cut=st.integers(1, 40))
+def test_a_files_records_are_the_same_however_it_is_cut_into_chunks(data: bytes, cut: int) -> None:
+    """Each record is a line, or the lines of an open quoted field, and a chunk with no quote says so
+    (`plain`: then its records are its lines), wherever the chunks end."""
+    whole = Records()
+    expected = whole.of(data) + whole.of(b"")
+    records, got = Records(), []
+    for i in [*range(0, len(data), cut), len(data)]:
+        chunk = data[i : i + cut]
+        before = records._tail
+        taken = records.of(chunk)
+        got += taken
+        if records.plain:  # no quote in what these records were made of
+            assert b'"' not in before + chunk
+    assert got == expected
+    assert records.spans_lines == whole.spans_lines
+
+
 @pytest.mark.parametrize("chunk", [7, 1 << 20], ids=["lines cut anywhere", "one chunk"])
 def test_a_sieve_sends_the_lines_not_among_the_last_loads_numbered_by_their_line(chunk: int) -> None:
     first = b"ref,amount\nT-1,1.00\nT-2,2.00\nT-3,3.00\n"
