@@ -151,7 +151,7 @@ async def _stage_changed(
     if await errors(raw, table, tenant, staged, screened=sieve.screen is not None and sieve.screen.clean):
         raise _NotNarrowed
     keys = ", ".join(table.file_key)
-    sent = {tuple(v.encode() for v in r[1:]): r[0] for r in await raw.fetch(f"SELECT line, {keys} FROM {stage}")}
+    sent = {tuple(map(str.encode, r[1:])): r[0] for r in await raw.fetch(f"SELECT line, {keys} FROM {stage}")}
     positions = tuple(columns.index(k) for k in table.file_key)
     repeated = asyncio.to_thread(repeated_keys, path, positions, len(columns), sent)
     return sieve, asyncio.ensure_future(repeated)
