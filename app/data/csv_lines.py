@@ -41,10 +41,10 @@ class Records:
     def of(self, chunk: bytes) -> list[bytes]:
         """The records this chunk completes; an empty chunk (the end of the file): the rest."""
         if chunk:
-            lines = chunk.split(b"\n")
-            lines[0] = self._tail + lines[0]  # the last chunk's tail joins the first line, not the whole chunk
+            tail, lines = self._tail, chunk.split(b"\n")
+            lines[0] = tail + lines[0]  # the last chunk's tail joins the first line, not the whole chunk
             self._tail = lines.pop()
-            quoted = b'"' in chunk or b'"' in (lines[0] if lines else self._tail)
+            quoted = b'"' in tail or b'"' in chunk
         else:
             lines, self._tail = ([self._tail] if self._tail else []), b""
             quoted = bool(lines) and b'"' in lines[0]

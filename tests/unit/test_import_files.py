@@ -239,8 +239,8 @@ def test_a_file_sorted_another_way_is_sieved_by_set() -> None:
 
 @pytest.mark.parametrize("chunk", [7, 1 << 20], ids=["lines cut anywhere", "one chunk"])
 def test_a_record_spanning_lines_is_always_sent(chunk: int) -> None:
-    """A quoted field holding a newline (a file that is refused) is sent, whatever the last load held,
-    and the lines around it are matched as ever; CRLF line ends are part of a line."""
+    """A quoted field holding a newline (a file that is refused, so never a last load's) is sent, and
+    the lines around it are matched as ever; CRLF line ends are part of a line."""
     lines = [b'T-%d,"%d.00"\r' % (k, k) for k in range(200)]
     last = _remembered(lines)
     nightly = [*lines[:100], b'T-X,"1\r\n2"\r', *lines[100:150], lines[150].replace(b".00", b".50"), *lines[151:]]
